@@ -1,0 +1,176 @@
+/**
+ * Authenticated `GET /v1/api-keys/{id}` against a bare node:http JSON server, in one run:
+ *   bare      — node:http answering a JSON body of the same size (the baseline)
+ *   single    — the whole platform in one process (`npm start`)
+ *   cluster   — gateway and keys (with store, auth, orgs) in separate processes over NATS
+ * Prints requests/s, p50/p99 latency, peak RSS of the serving processes, and the ratio to bare.
+ * Then the revocation race: time from DELETE on one gateway to the first 401 on another.
+ *
+ *   npm run build && node dist/bench/core.js        (BENCH_SECONDS=10 BENCH_CONNECTIONS=20)
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { request } from "undici";
+import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const NO_LIMIT = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn" };
+
+interface Figures {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  rssMiB: number[];
+}
+
+async function load(name: string, url: string, headers: Record<string, string>, procs: Proc[]): Promise<Figures> {
+  // A short warm-up fills caches and JIT before the measured run.
+  await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
+  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
+  return {
+    name,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts,
+    rssMiB: procs.map((p) => peakRssMiB(p.child.pid) ?? -1),
+  };
+}
+
+const BARE_SERVER = `
+const http = require("node:http");
+const body = JSON.stringify({ data: { object: "api_key", id: "key_01jdx3v6f0m4k2c8r1n5q7w9ya", name: "bench", environment: "live",
+  scopes: ["api-keys:read"], status: "active", prefix: "svc_live_ab12", last4: "wxyz", created_at: new Date().toISOString(),
+  revoked_at: null, expires_at: null, last_used_at: null } });
+http.createServer((req, res) => {
+  res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), "request-id": "req_x" });
+  res.end(body);
+}).listen(Number(process.argv[1]), "127.0.0.1");
+`;
+
+async function getJson(url: string, key: string, method = "GET"): Promise<{ status: number; body: any }> {
+  const res = await request(url, { method: method as "GET", headers: { authorization: `Bearer ${key}` } });
+  return { status: res.statusCode, body: await res.body.json() };
+}
+
+async function benchKey(base: string, admin: string): Promise<{ id: string; key: string }> {
+  const res = await request(`${base}/api-keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "bench", scopes: ["api-keys:read"] }),
+  });
+  return ((await res.body.json()) as { data: { id: string; key: string } }).data;
+}
+
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+
+async function main(): Promise<void> {
+  const results: Figures[] = [];
+  const cleanups: (() => Promise<void> | void)[] = [];
+  try {
+    // Bare baseline.
+    const barePort = await freePort();
+    const bare: Proc = {
+      name: "bare",
+      child: spawn(process.execPath, ["-e", BARE_SERVER, String(barePort)], { stdio: "inherit" }),
+      output: () => "",
+      kill: async () => void bare.child.kill("SIGKILL"),
+    };
+    cleanups.push(() => bare.kill());
+    await waitFor("bare server", async () => (await request(`http://127.0.0.1:${barePort}/`)).statusCode === 200);
+    results.push(await load("bare node:http", `http://127.0.0.1:${barePort}/v1/api-keys/key_x`, {}, [bare]));
+    await bare.kill();
+
+    // Single process.
+    {
+      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const port = await freePort();
+      const node = startNode("single", { ...NO_LIMIT, DATA_DIR: dir, PORT: String(port) });
+      cleanups.push(() => node.kill("SIGKILL"));
+      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+      const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
+      const base = `http://127.0.0.1:${port}/v1`;
+      const made = await benchKey(base, admin);
+      results.push(await load("single process", `${base}/api-keys/${made.id}`, { authorization: `Bearer ${made.key}` }, [node]));
+      await node.kill();
+    }
+
+    // Cluster: gateway | store+keys+auth+orgs, over NATS; a second gateway for the revocation race.
+    {
+      const nats = await startNats();
+      cleanups.push(() => nats.stop());
+      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const common = { ...NO_LIMIT, TRANSPORTER: nats.url, DATA_DIR: dir };
+      const core = startNode("core", { ...common, SERVICES: "store,keys,auth,orgs" });
+      const [p1, p2] = [await freePort(), await freePort()];
+      const gw1 = startNode("gw1", { ...common, SERVICES: "gateway", PORT: String(p1) });
+      const gw2 = startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2) });
+      for (const p of [core, gw1, gw2]) cleanups.push(() => p.kill("SIGKILL"));
+      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+      const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
+      const g1 = `http://127.0.0.1:${p1}/v1`;
+      const g2 = `http://127.0.0.1:${p2}/v1`;
+      for (const g of [g1, g2]) await waitFor(`${g}`, async () => (await getJson(`${g}/api-keys`, admin)).status === 200);
+      const made = await benchKey(g1, admin);
+      results.push(await load("cluster (gateway | keys over NATS)", `${g1}/api-keys/${made.id}`, { authorization: `Bearer ${made.key}` }, [gw1, core]));
+
+      // Revocation race: g2 is polled with the key while g1 revokes it.
+      const afterSent: number[] = [];
+      const afterAnswered: number[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        const k = await benchKey(g1, admin);
+        await getJson(`${g2}/api-keys/${k.id}`, k.key);
+        let firstRefusal = 0;
+        let stop = false;
+        const poller = (async () => {
+          while (!stop) {
+            const r = await getJson(`${g2}/api-keys/${k.id}`, k.key);
+            if (r.status === 401) {
+              firstRefusal = performance.now();
+              return;
+            }
+          }
+        })();
+        const sent = performance.now();
+        await getJson(`${g1}/api-keys/${k.id}`, admin, "DELETE");
+        const answered = performance.now();
+        await Promise.race([poller, new Promise((r) => setTimeout(r, 2000))]);
+        stop = true;
+        // After the DELETE answered, the very next request to g2:
+        const t0 = performance.now();
+        const next = await getJson(`${g2}/api-keys/${k.id}`, k.key);
+        if (next.status !== 401) throw new Error(`revoked key answered ${next.status} on the other gateway`);
+        afterAnswered.push(performance.now() - t0);
+        afterSent.push((firstRefusal || answered) - sent);
+      }
+      console.log(
+        `\nrevocation, 50 runs: DELETE sent on gw1 → first 401 on gw2 p50 ${quantile(afterSent, 0.5).toFixed(2)} ms, p99 ${quantile(afterSent, 0.99).toFixed(2)} ms;` +
+          ` DELETE answered → next request on gw2 refused in p50 ${quantile(afterAnswered, 0.5).toFixed(2)} ms, p99 ${quantile(afterAnswered, 0.99).toFixed(2)} ms`,
+      );
+    }
+  } finally {
+    for (const c of cleanups.reverse()) await c();
+  }
+
+  const bare = results[0].rps;
+  console.log(`\nGET /v1/api-keys/{id}, ${CONNECTIONS} connections, ${SECONDS}s each (after a 2s warm-up)`);
+  console.log("run                                  req/s    p50 ms  p99 ms  errors  peak RSS MiB   ratio to bare");
+  for (const r of results) {
+    console.log(
+      `${r.name.padEnd(36)} ${String(r.rps).padStart(7)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)}  ${r.rssMiB.join("+").padStart(12)}   ${(r.rps / bare).toFixed(2)}x`,
+    );
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+import type { BrokerOptions } from "moleculer";
+import type { Settings } from "./shared/config";
+import { MsgpackrSerializer } from "./shared/serializer";
+
+/**
+ * Broker options, set deliberately: Moleculer's defaults are no request timeout, no retries and no
+ * circuit breaker. Calls are not retried by the broker (most actions are not idempotent; clients
+ * retry with Idempotency-Key); a node that keeps failing is skipped by the breaker.
+ */
+export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptions> = {}): BrokerOptions {
+  return {
+    namespace: "wfp",
+    nodeID: settings.nodeId,
+    transporter: settings.transporter ? { type: "NATS", options: { url: settings.transporter } } : undefined,
+    serializer: new MsgpackrSerializer(),
+    logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: "json", level: settings.logLevel } },
+    requestTimeout: settings.requestTimeoutMs,
+    retryPolicy: { enabled: false },
+    circuitBreaker: { enabled: true, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000 },
+    registry: { strategy: "RoundRobin", preferLocal: true },
+    heartbeatInterval: 5,
+    heartbeatTimeout: 15,
+    // Finish requests in flight before a node stops (graceful shutdown).
+    tracking: { enabled: true, shutdownTimeout: 10_000 },
+    metrics: false,
+    tracing: false,
+    ...overrides,
+  };
+}

@@ -1,0 +1,107 @@
+import { createHash } from "node:crypto";
+import { ApiError } from "../../shared/errors";
+import { nowIso } from "../../shared/ids";
+import { ALL_TENANTS, type Collection, type Tenant } from "../../shared/storage/types";
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const MAX_KEY_LENGTH = 255;
+
+export interface IdempotencyDoc {
+  id: string;
+  org_id: string;
+  environment: "live" | "test";
+  idempotency_key: string;
+  fingerprint: string;
+  state: "pending" | "done";
+  status: number | null;
+  body: unknown;
+  created_at: string;
+  expires_at: string;
+}
+
+export type Begin = { kind: "new"; id: string } | { kind: "replay"; status: number; body: unknown };
+
+export const fingerprintOf = (method: string, path: string, body: unknown): string =>
+  createHash("sha256").update(`${method} ${path}\n${JSON.stringify(body ?? {})}`).digest("hex");
+
+/**
+ * `Idempotency-Key` on a POST: the first request with a key claims it (a unique index decides
+ * between racing gateways), later ones with the same body replay its stored response, and ones
+ * with another body are refused. A claim abandoned by a crashed gateway is taken over after
+ * `staleMs`.
+ */
+export class Idempotency {
+  constructor(
+    private readonly records: Collection<IdempotencyDoc>,
+    private readonly staleMs: number,
+  ) {}
+
+  async begin(tenant: Required<Tenant>, key: string, fingerprint: string): Promise<Begin> {
+    if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
+      throw new ApiError("parameter_invalid", `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} characters`, {
+        param: "Idempotency-Key",
+      });
+    }
+    const id = `${tenant.org_id}:${tenant.environment}:${createHash("sha256").update(key).digest("hex")}`;
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const now = Date.now();
+      try {
+        await this.records.insert({
+          id,
+          ...tenant,
+          idempotency_key: key,
+          fingerprint,
+          state: "pending",
+          status: null,
+          body: null,
+          created_at: nowIso(),
+          expires_at: new Date(now + IDEMPOTENCY_TTL_MS).toISOString(),
+        });
+        return { kind: "new", id };
+      } catch (err) {
+        if ((err as { type?: string }).type !== "resource_exists") throw err;
+      }
+      const existing = await this.records.get(tenant, id);
+      if (!existing) continue;
+      if (Date.parse(existing.expires_at) <= now) {
+        await this.records.delete(tenant, { id, expires_at: existing.expires_at });
+        continue;
+      }
+      if (existing.fingerprint !== fingerprint) {
+        throw new ApiError(
+          "idempotency_key_reused",
+          "This Idempotency-Key was already used with a different request; use a new key for a new request",
+          { param: "Idempotency-Key" },
+        );
+      }
+      if (existing.state === "done") return { kind: "replay", status: existing.status ?? 200, body: existing.body };
+      if (Date.parse(existing.created_at) + this.staleMs > now) {
+        throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry later", {
+          param: "Idempotency-Key",
+          retry_after: 1,
+        });
+      }
+      const taken = await this.records.update(tenant, { id, state: "pending", created_at: existing.created_at }, {
+        $set: { created_at: nowIso() },
+      });
+      if (taken) return { kind: "new", id };
+    }
+    throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry later", {
+      param: "Idempotency-Key",
+      retry_after: 1,
+    });
+  }
+
+  async complete(tenant: Required<Tenant>, id: string, status: number, body: unknown): Promise<void> {
+    await this.records.update(tenant, { id, state: "pending" }, { $set: { state: "done", status, body } });
+  }
+
+  /** The request failed in a way worth retrying (5xx): free the key for the retry. */
+  async abandon(tenant: Required<Tenant>, id: string): Promise<void> {
+    await this.records.delete(tenant, { id, state: "pending" });
+  }
+
+  async prune(): Promise<number> {
+    return this.records.deleteMany(ALL_TENANTS, { expires_at: { $lt: nowIso() } });
+  }
+}

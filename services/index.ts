@@ -1,0 +1,19 @@
+import type { ServiceSchema } from "moleculer";
+import type { ServiceName } from "../shared/config";
+import AuthService from "./auth/auth.service";
+import GatewayService from "./gateway/gateway.service";
+import KeysService from "./keys/keys.service";
+import OrgsService from "./orgs/orgs.service";
+import StoreService from "./store/store.service";
+
+/**
+ * The schemas a node can run, by the names SERVICES uses. Services never import one another; only
+ * this list (and the entry points) knows them all. Names not here yet are built in later issues.
+ */
+export const SERVICE_SCHEMAS: Partial<Record<ServiceName, ServiceSchema<any, any, any>>> = {
+  store: StoreService,
+  gateway: GatewayService,
+  auth: AuthService,
+  keys: KeysService,
+  orgs: OrgsService,
+};

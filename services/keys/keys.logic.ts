@@ -1,0 +1,111 @@
+import { createHash, randomBytes } from "node:crypto";
+import { ApiError } from "../../shared/errors";
+import { ADMIN_SCOPE, grants, isScopeName, type ScopeName } from "../../shared/scopes";
+import type { Environment } from "../../shared/storage/types";
+
+export type KeyStatus = "active" | "revoked" | "expired";
+
+/** A key as stored: the secret itself is never kept, only its SHA-256 digest. */
+export interface KeyDoc {
+  id: string;
+  org_id: string;
+  environment: Environment;
+  name: string;
+  scopes: ScopeName[];
+  digest: string;
+  prefix: string;
+  last4: string;
+  status: "active" | "revoked";
+  created_at: string;
+  revoked_at: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+export type KeyView = Omit<KeyDoc, "digest" | "org_id" | "status"> & { object: "api_key"; status: KeyStatus };
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+export const SECRET_LENGTH = 32;
+export const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
+
+/** 32 base62 characters (~190 bits) drawn without modulo bias. */
+function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export const digestOf = (token: string): string => createHash("sha256").update(token).digest("hex");
+
+export function generateKey(environment: Environment): { key: string; digest: string; prefix: string; last4: string } {
+  const key = `svc_${environment}_${randomBase62(SECRET_LENGTH)}`;
+  return { key, digest: digestOf(key), prefix: key.slice(0, `svc_${environment}_`.length + 4), last4: key.slice(-4) };
+}
+
+export function statusOf(doc: Pick<KeyDoc, "status" | "expires_at">, now = Date.now()): KeyStatus {
+  if (doc.status === "revoked") return "revoked";
+  if (doc.expires_at !== null && Date.parse(doc.expires_at) <= now) return "expired";
+  return "active";
+}
+
+export function viewOf(doc: KeyDoc, now = Date.now()): KeyView {
+  return {
+    object: "api_key",
+    id: doc.id,
+    name: doc.name,
+    environment: doc.environment,
+    scopes: doc.scopes,
+    status: statusOf(doc, now),
+    prefix: doc.prefix,
+    last4: doc.last4,
+    created_at: doc.created_at,
+    revoked_at: doc.revoked_at,
+    expires_at: doc.expires_at,
+    last_used_at: doc.last_used_at,
+  };
+}
+
+/**
+ * A key may only hand out what it holds: every requested scope must be held by the caller, and
+ * `org:admin` (which holds everything) is the only way to grant `org:admin` or to create a key for
+ * the other environment.
+ */
+export function checkGrantable(
+  caller: { scopes: readonly string[]; environment: Environment },
+  requested: readonly string[],
+  environment: Environment,
+): ScopeName[] {
+  const scopes = [...new Set(requested)];
+  for (const [i, scope] of scopes.entries()) {
+    if (!isScopeName(scope)) {
+      throw new ApiError("parameter_invalid", `Unknown scope '${scope}'`, { param: `scopes[${i}]` });
+    }
+    if (!grants(caller.scopes, scope)) {
+      throw new ApiError("insufficient_scope", `Your key does not hold '${scope}', so it cannot grant it`, {
+        param: `scopes[${i}]`,
+        scope,
+      });
+    }
+  }
+  if (environment !== caller.environment && !caller.scopes.includes(ADMIN_SCOPE)) {
+    throw new ApiError("insufficient_scope", `Creating a key for the ${environment} environment needs 'org:admin'`, {
+      param: "environment",
+      scope: ADMIN_SCOPE,
+    });
+  }
+  return scopes as ScopeName[];
+}
+
+export function checkExpiry(expiresAt: string | undefined, now = Date.now()): string | null {
+  if (expiresAt === undefined || expiresAt === null) return null;
+  const at = Date.parse(expiresAt);
+  if (Number.isNaN(at) || !/^\d{4}-\d{2}-\d{2}T/.test(expiresAt)) {
+    throw new ApiError("parameter_invalid", "expires_at must be an ISO 8601 timestamp", { param: "expires_at" });
+  }
+  if (at <= now) throw new ApiError("parameter_invalid", "expires_at must be in the future", { param: "expires_at" });
+  return new Date(at).toISOString();
+}

@@ -1,0 +1,173 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { notFound } from "../../shared/errors";
+import { newId, nowIso } from "../../shared/ids";
+import { skipOf, type ListResult } from "../../shared/pagination";
+import { StoreMixin } from "../../shared/store-mixin";
+import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
+import { checkExpiry, checkGrantable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
+import {
+  createParams,
+  digestParams,
+  idParams,
+  issueParams,
+  listParams,
+  touchParams,
+  type CreateParams,
+  type IdParams,
+  type IssueParams,
+  type ListParams,
+  type TouchParams,
+} from "./keys.params";
+
+interface KeysVars {
+  store: Store;
+  keys: Collection<KeyDoc>;
+}
+interface KeysMethods {
+  insertKey(input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">, ctx: Context): Promise<KeyView & { key: string }>;
+}
+
+type Ctx<P> = Context<P, CallMeta>;
+
+/** API keys: issued once in clear, stored as a SHA-256 digest, revoked instantly across the cluster. */
+const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = {
+  name: "keys",
+  mixins: [StoreMixin],
+
+  actions: {
+    /** POST /api-keys — api-keys:write */
+    create: {
+      params: createParams,
+      async handler(ctx: Ctx<CreateParams>) {
+        const caller = callerOf(ctx);
+        const environment = ctx.params.environment ?? caller.environment;
+        const scopes = checkGrantable(caller, ctx.params.scopes, environment);
+        const expires_at = checkExpiry(ctx.params.expires_at);
+        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at }, ctx);
+      },
+    },
+
+    /** GET /api-keys — api-keys:read */
+    list: {
+      params: listParams,
+      async handler(ctx: Ctx<ListParams>): Promise<ListResult<KeyView>> {
+        const { items, total } = await this.keys.page(tenantOf(ctx), {}, {
+          sort: { id: -1 },
+          skip: skipOf(ctx.params),
+          limit: ctx.params.per_page,
+        });
+        const now = Date.now();
+        return { items: items.map((doc) => viewOf(doc, now)), total, page: ctx.params.page, per_page: ctx.params.per_page };
+      },
+    },
+
+    /** GET /api-keys/{id} — api-keys:read */
+    get: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>): Promise<KeyView> {
+        const doc = await this.keys.get(tenantOf(ctx), ctx.params.id);
+        if (!doc) throw notFound("api key", ctx.params.id);
+        return viewOf(doc);
+      },
+    },
+
+    /**
+     * DELETE /api-keys/{id} — api-keys:write. Answers only once every gateway node has dropped the
+     * key, so the very next request with it anywhere in the cluster is refused. Revoking a revoked
+     * key answers the same revoked key again (DELETE is idempotent).
+     */
+    revoke: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>): Promise<KeyView> {
+        const tenant = tenantOf(ctx);
+        const revoked = await this.keys.update(
+          tenant,
+          { id: ctx.params.id, status: "active" },
+          { $set: { status: "revoked", revoked_at: nowIso() } },
+        );
+        const doc = revoked ?? (await this.keys.get(tenant, ctx.params.id));
+        if (!doc) throw notFound("api key", ctx.params.id);
+        await ctx.call("auth.invalidate", { key_id: doc.id });
+        if (revoked) {
+          ctx.emit("api_key.revoked", {
+            org_id: doc.org_id,
+            environment: doc.environment,
+            data: { key_id: doc.id, name: doc.name, revoked_at: doc.revoked_at },
+          });
+        }
+        return viewOf(doc);
+      },
+    },
+
+    /** Internal: the platform issues a key without a caller (the bootstrap CLI). */
+    issue: {
+      visibility: "public",
+      params: issueParams,
+      async handler(ctx: Context<IssueParams>) {
+        const { org_id, environment, name, scopes } = ctx.params;
+        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null }, ctx);
+      },
+    },
+
+    /** Internal, for the auth service: the stored key with this digest, whatever its organization. */
+    findByDigest: {
+      visibility: "public",
+      params: digestParams,
+      async handler(ctx: Context<{ digest: string }>): Promise<KeyDoc | null> {
+        return this.keys.findOne(ALL_TENANTS, { digest: ctx.params.digest });
+      },
+    },
+
+    /** Internal: the gateways report key use in batches; `last_used_at` only moves forward. */
+    touch: {
+      visibility: "public",
+      params: touchParams,
+      async handler(ctx: Context<TouchParams>): Promise<number> {
+        let updated = 0;
+        for (const use of ctx.params.uses) {
+          const doc = await this.keys.update(
+            { org_id: use.org_id },
+            { id: use.key_id, last_used_at: { $ne: use.at } },
+            { $set: { last_used_at: use.at } },
+          );
+          if (doc) updated += 1;
+        }
+        return updated;
+      },
+    },
+  },
+
+  methods: {
+    async insertKey(input, ctx) {
+      const secret = generateKey(input.environment);
+      const doc: KeyDoc = {
+        id: newId("key"),
+        ...input,
+        digest: secret.digest,
+        prefix: secret.prefix,
+        last4: secret.last4,
+        status: "active",
+        created_at: nowIso(),
+        revoked_at: null,
+        last_used_at: null,
+      };
+      await this.keys.insert(doc);
+      ctx.emit("api_key.created", {
+        org_id: doc.org_id,
+        environment: doc.environment,
+        data: { key_id: doc.id, name: doc.name, environment: doc.environment },
+      });
+      return { ...viewOf(doc), key: secret.key };
+    },
+  },
+
+  created() {
+    this.keys = this.store.collection<KeyDoc>("api_keys", [
+      { fields: { digest: 1 }, unique: true },
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+    ]);
+  },
+};
+
+export default KeysService;

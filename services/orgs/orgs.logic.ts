@@ -1,0 +1,57 @@
+import { ApiError, notFound } from "../../shared/errors";
+import type { Role } from "./orgs.params";
+
+export interface OrgDoc {
+  id: string;
+  /** Equal to `id`: every stored document names its organization, so one tenant rule fits all. */
+  org_id: string;
+  name: string;
+  api_version: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MemberDoc {
+  id: string;
+  org_id: string;
+  email: string;
+  role: Role;
+  created_at: string;
+  updated_at: string;
+}
+
+export const ENVIRONMENTS = [
+  { id: "live", name: "Live", description: "Production data; reached with svc_live_ keys" },
+  { id: "test", name: "Test", description: "Sandbox data; reached with svc_test_ keys" },
+] as const;
+
+export const orgView = (doc: OrgDoc) => ({
+  object: "organization" as const,
+  id: doc.id,
+  name: doc.name,
+  api_version: doc.api_version,
+  created_at: doc.created_at,
+  updated_at: doc.updated_at,
+});
+
+export const memberView = (doc: MemberDoc) => ({
+  object: "member" as const,
+  id: doc.id,
+  org_id: doc.org_id,
+  email: doc.email,
+  role: doc.role,
+  created_at: doc.created_at,
+  updated_at: doc.updated_at,
+});
+
+/** A key reaches only its own organization; any other id is answered as if it did not exist. */
+export function checkOwnOrg(callerOrg: string, requested: string): void {
+  if (callerOrg !== requested) throw notFound("organization", requested);
+}
+
+/** An organization always keeps at least one owner. */
+export function checkOwnersLeft(ownersAfter: number): void {
+  if (ownersAfter < 1) {
+    throw new ApiError("invalid_state", "An organization must keep at least one owner", { param: "role" });
+  }
+}

@@ -1,0 +1,196 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { callerOf, type CallMeta } from "../../shared/context";
+import { ApiError, notFound } from "../../shared/errors";
+import { newId, nowIso } from "../../shared/ids";
+import { skipOf } from "../../shared/pagination";
+import { StoreMixin } from "../../shared/store-mixin";
+import type { Collection, Store } from "../../shared/storage/types";
+import { LATEST_VERSION } from "../../shared/versions";
+import { checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
+import {
+  addMemberParams,
+  createParams,
+  idParams,
+  listMembersParams,
+  lookupParams,
+  memberParams,
+  updateMemberParams,
+  updateParams,
+  type AddMemberParams,
+  type CreateParams,
+  type IdParams,
+  type ListMembersParams,
+  type MemberParams,
+  type UpdateMemberParams,
+  type UpdateParams,
+} from "./orgs.params";
+
+interface OrgsVars {
+  store: Store;
+  orgs: Collection<OrgDoc>;
+  members: Collection<MemberDoc>;
+}
+interface OrgsMethods {
+  ownOrg(ctx: Context<{ id: string }, CallMeta>): Promise<OrgDoc>;
+}
+type Ctx<P> = Context<P, CallMeta>;
+
+/** Organizations, their members and their two environments. Every published action needs org:admin. */
+const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = {
+  name: "orgs",
+  mixins: [StoreMixin],
+
+  actions: {
+    /** Internal (bootstrap CLI): a new organization with one live and one test `org:admin` key. */
+    create: {
+      visibility: "public",
+      params: createParams,
+      async handler(ctx: Context<CreateParams>) {
+        const at = nowIso();
+        const id = newId("org");
+        const org: OrgDoc = { id, org_id: id, name: ctx.params.name, api_version: LATEST_VERSION, created_at: at, updated_at: at };
+        await this.orgs.insert(org);
+        const api_keys = [];
+        for (const environment of ["live", "test"] as const) {
+          api_keys.push(
+            await ctx.call("keys.issue", { org_id: id, environment, name: `Default ${environment} key`, scopes: ["org:admin"] }),
+          );
+        }
+        return { org: orgView(org), api_keys };
+      },
+    },
+
+    /** Internal, for the auth service: the organization's pinned API version. */
+    lookup: {
+      visibility: "public",
+      params: lookupParams,
+      async handler(ctx: Context<{ org_id: string }>) {
+        const org = await this.orgs.get({ org_id: ctx.params.org_id }, ctx.params.org_id);
+        return org ? { id: org.id, api_version: org.api_version } : null;
+      },
+    },
+
+    /** GET /orgs/{id} — org:admin */
+    get: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>) {
+        return orgView(await this.ownOrg(ctx));
+      },
+    },
+
+    /** PATCH /orgs/{id} — org:admin */
+    update: {
+      params: updateParams,
+      async handler(ctx: Ctx<UpdateParams>) {
+        const org = await this.ownOrg(ctx);
+        const { name, api_version } = ctx.params;
+        const updated = await this.orgs.update(
+          { org_id: org.id },
+          { id: org.id },
+          { $set: { ...(name !== undefined && { name }), ...(api_version !== undefined && { api_version }), updated_at: nowIso() } },
+        );
+        if (!updated) throw notFound("organization", org.id);
+        // Gateways cache the pinned version with each key: drop it so the change applies at once.
+        if (api_version !== undefined) await ctx.call("auth.invalidate", { org_id: org.id });
+        return orgView(updated);
+      },
+    },
+
+    /** GET /orgs/{id}/environments — org:admin */
+    environments: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>) {
+        const org = await this.ownOrg(ctx);
+        const items = ENVIRONMENTS.map((env) => ({ object: "environment", org_id: org.id, ...env }));
+        return { items, total: items.length, page: 1, per_page: items.length };
+      },
+    },
+
+    /** GET /orgs/{id}/members — org:admin */
+    listMembers: {
+      params: listMembersParams,
+      async handler(ctx: Ctx<ListMembersParams>) {
+        const org = await this.ownOrg(ctx);
+        const { items, total } = await this.members.page({ org_id: org.id }, {}, {
+          sort: { id: -1 },
+          skip: skipOf(ctx.params),
+          limit: ctx.params.per_page,
+        });
+        return { items: items.map(memberView), total, page: ctx.params.page, per_page: ctx.params.per_page };
+      },
+    },
+
+    /** POST /orgs/{id}/members — org:admin */
+    addMember: {
+      params: addMemberParams,
+      async handler(ctx: Ctx<AddMemberParams>) {
+        const org = await this.ownOrg(ctx);
+        const at = nowIso();
+        const member: MemberDoc = { id: newId("mem"), org_id: org.id, email: ctx.params.email, role: ctx.params.role, created_at: at, updated_at: at };
+        try {
+          await this.members.insert(member);
+        } catch (err) {
+          if ((err as { type?: string }).type === "resource_exists") {
+            throw new ApiError("resource_exists", `${member.email} is already a member`, { param: "email" });
+          }
+          throw err;
+        }
+        return memberView(member);
+      },
+    },
+
+    /** PATCH /orgs/{id}/members/{member_id} — org:admin */
+    updateMember: {
+      params: updateMemberParams,
+      async handler(ctx: Ctx<UpdateMemberParams>) {
+        const org = await this.ownOrg(ctx);
+        const tenant = { org_id: org.id };
+        const member = await this.members.get(tenant, ctx.params.member_id);
+        if (!member) throw notFound("member", ctx.params.member_id);
+        if (member.role === "owner" && ctx.params.role !== "owner") {
+          checkOwnersLeft((await this.members.count(tenant, { role: "owner" })) - 1);
+        }
+        const updated = await this.members.update(tenant, { id: member.id, role: member.role }, {
+          $set: { role: ctx.params.role, updated_at: nowIso() },
+        });
+        if (!updated) throw new ApiError("invalid_state", "The member changed meanwhile; retry", { param: "role" });
+        return memberView(updated);
+      },
+    },
+
+    /** DELETE /orgs/{id}/members/{member_id} — org:admin */
+    removeMember: {
+      params: memberParams,
+      async handler(ctx: Ctx<MemberParams>) {
+        const org = await this.ownOrg(ctx);
+        const tenant = { org_id: org.id };
+        const member = await this.members.get(tenant, ctx.params.member_id);
+        if (!member) throw notFound("member", ctx.params.member_id);
+        if (member.role === "owner") checkOwnersLeft((await this.members.count(tenant, { role: "owner" })) - 1);
+        const removed = await this.members.delete(tenant, { id: member.id });
+        if (!removed) throw notFound("member", ctx.params.member_id);
+        return memberView(removed);
+      },
+    },
+  },
+
+  methods: {
+    async ownOrg(ctx) {
+      const caller = callerOf(ctx);
+      checkOwnOrg(caller.org_id, ctx.params.id);
+      const org = await this.orgs.get({ org_id: caller.org_id }, caller.org_id);
+      if (!org) throw notFound("organization", ctx.params.id);
+      return org;
+    },
+  },
+
+  created() {
+    this.orgs = this.store.collection<OrgDoc>("orgs");
+    this.members = this.store.collection<MemberDoc>("members", [
+      { fields: { org_id: 1, email: 1 }, unique: true },
+      { fields: { org_id: 1, id: -1 } },
+    ]);
+  },
+};
+
+export default OrgsService;

@@ -1,0 +1,23 @@
+import { ServiceBroker, type BrokerOptions } from "moleculer";
+import { brokerOptions } from "../moleculer.config";
+import { SERVICE_SCHEMAS } from "../services";
+import type { Settings } from "./config";
+import { bindSettings, bindStore } from "./runtime";
+import type { Store } from "./storage/types";
+
+/**
+ * A broker running the services `settings.services` names. Without a transporter every service
+ * runs here; with one, the embedded store is served by whichever node runs `store` (only where no
+ * MONGO_URL is set). A `store` given here is used instead of opening one (the CLI's).
+ */
+export function createBroker(settings: Settings, overrides: Partial<BrokerOptions> = {}, store?: Store): ServiceBroker {
+  const broker = new ServiceBroker(brokerOptions(settings, overrides));
+  bindSettings(broker, settings);
+  if (store) bindStore(broker, store);
+  for (const name of settings.services) {
+    if (name === "store" && settings.mongoUrl) continue;
+    const schema = SERVICE_SCHEMAS[name];
+    if (schema) broker.createService(schema);
+  }
+  return broker;
+}

@@ -1,0 +1,111 @@
+/**
+ * Every setting the platform reads from the environment, parsed and checked once at start.
+ * A bad value stops the process with a message naming the setting.
+ */
+export const SERVICE_NAMES = [
+  "gateway",
+  "auth",
+  "keys",
+  "orgs",
+  "workflows",
+  "events",
+  "webhooks",
+  "webhook-dispatcher",
+  "analytics",
+] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number] | "store";
+
+export interface Settings {
+  port: number;
+  host: string;
+  transporter: string | undefined;
+  services: ServiceName[];
+  mongoUrl: string | undefined;
+  dataDir: string;
+  nodeId: string | undefined;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | false;
+  requestTimeoutMs: number;
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryDelaysMs: number[];
+  webhookAllowPrivateTargets: boolean;
+}
+
+export class SettingsError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`Invalid setting ${setting}: ${message}`);
+    this.name = "SettingsError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new SettingsError(name, `'${raw}' is not a whole number`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new SettingsError(name, `${value} is outside ${min}..${max}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw new SettingsError(name, `'${raw}' is not true or false`);
+}
+
+function services(env: Env): ServiceName[] {
+  const raw = env.SERVICES;
+  if (raw === undefined || raw.trim() === "" || raw.trim() === "all") return [...SERVICE_NAMES, "store"];
+  const names = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const known: readonly string[] = [...SERVICE_NAMES, "store"];
+  for (const name of names) {
+    if (!known.includes(name)) throw new SettingsError("SERVICES", `unknown service '${name}' (known: ${known.join(", ")})`);
+  }
+  return [...new Set(names)] as ServiceName[];
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
+
+export function loadSettings(env: Env = process.env): Settings {
+  const transporter = env.TRANSPORTER?.trim() || undefined;
+  if (transporter !== undefined && !/^nats:\/\/[^\s]+$/.test(transporter)) {
+    throw new SettingsError("TRANSPORTER", `'${transporter}' is not a nats:// URL`);
+  }
+  const mongoUrl = env.MONGO_URL?.trim() || undefined;
+  if (mongoUrl !== undefined && !/^mongodb(\+srv)?:\/\/\S+$/.test(mongoUrl)) {
+    throw new SettingsError("MONGO_URL", `'${mongoUrl}' is not a mongodb:// URL`);
+  }
+  const delaysRaw = env.WEBHOOK_RETRY_DELAYS_MS?.trim() || "90000,360000,1440000,5760000";
+  const delays = delaysRaw.split(",").map((s) => s.trim());
+  if (delays.length !== 4 || delays.some((d) => !/^\d+$/.test(d))) {
+    throw new SettingsError("WEBHOOK_RETRY_DELAYS_MS", `'${delaysRaw}' must be four comma-separated whole numbers of ms`);
+  }
+  const logLevelRaw = (env.LOG_LEVEL ?? "info").trim();
+  if (logLevelRaw !== "false" && !(LOG_LEVELS as readonly string[]).includes(logLevelRaw)) {
+    throw new SettingsError("LOG_LEVEL", `'${logLevelRaw}' is not one of ${LOG_LEVELS.join(", ")}, false`);
+  }
+  return {
+    port: int(env, "PORT", 3000, 0, 65535),
+    host: env.HOST?.trim() || "0.0.0.0",
+    transporter,
+    services: services(env),
+    mongoUrl,
+    dataDir: env.DATA_DIR?.trim() || "./data",
+    nodeId: env.NODE_ID?.trim() || undefined,
+    logLevel: logLevelRaw === "false" ? false : (logLevelRaw as Settings["logLevel"]),
+    requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 15000, 100, 600000),
+    rateLimitMax: int(env, "RATE_LIMIT_MAX", 100, 1, 10_000_000),
+    rateLimitWindowMs: int(env, "RATE_LIMIT_WINDOW_MS", 1000, 100, 3_600_000),
+    webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 1, 600000),
+    webhookRetryDelaysMs: delays.map(Number),
+    webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
+  };
+}

@@ -1,0 +1,29 @@
+import type { Context } from "moleculer";
+import { ApiError } from "./errors";
+import type { Environment, Tenant } from "./storage/types";
+
+/** Who is calling, as the gateway established it; travels in `ctx.meta.auth` across NATS. */
+export interface Caller {
+  key_id: string;
+  org_id: string;
+  environment: Environment;
+  scopes: string[];
+}
+
+export interface CallMeta {
+  auth?: Caller;
+  api_version?: string;
+  request_id?: string;
+}
+
+export function callerOf(ctx: Context<unknown, CallMeta>): Caller {
+  const caller = ctx.meta.auth;
+  if (!caller) throw new ApiError("missing_api_key", "This action needs an authenticated caller");
+  return caller;
+}
+
+/** The caller's organization and environment: the scope of every query a published action makes. */
+export function tenantOf(ctx: Context<unknown, CallMeta>): Required<Tenant> {
+  const { org_id, environment } = callerOf(ctx);
+  return { org_id, environment };
+}

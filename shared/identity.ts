@@ -1,0 +1,19 @@
+import type { Environment } from "./storage/types";
+
+/** What a bearer token resolves to; gateways cache it and re-check status and expiry on every use. */
+export interface Identity {
+  key_id: string;
+  org_id: string;
+  environment: Environment;
+  scopes: string[];
+  status: "active" | "revoked";
+  expires_at: string | null;
+  /** The organization's pinned API version, used when a request sends no Service-Version. */
+  api_version: string;
+}
+
+/** Broadcast to every gateway node before a revocation answers. */
+export interface Invalidation {
+  key_id?: string;
+  org_id?: string;
+}

@@ -1,0 +1,23 @@
+/** The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20). */
+export const DEFAULT_PER_PAGE = 20;
+export const MAX_PER_PAGE = 100;
+
+export const pageParams = {
+  page: { type: "number", integer: true, min: 1, optional: true, convert: true, default: 1 },
+  per_page: { type: "number", integer: true, min: 1, max: MAX_PER_PAGE, optional: true, convert: true, default: DEFAULT_PER_PAGE },
+} as const;
+
+export interface PageParams {
+  page: number;
+  per_page: number;
+}
+
+/** What a list action returns; the gateway turns it into `{data, meta: {total, page, per_page}}`. */
+export interface ListResult<T> {
+  items: T[];
+  total: number;
+  page: number;
+  per_page: number;
+}
+
+export const skipOf = (p: PageParams): number => (p.page - 1) * p.per_page;

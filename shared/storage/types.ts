@@ -1,0 +1,110 @@
+/**
+ * The one storage interface every service uses. Adapters: the embedded store (`@seald-io/nedb`,
+ * files under DATA_DIR), MongoDB through mongoose (MONGO_URL), and a remote store that forwards
+ * every operation to the node owning the embedded files (over the broker in a cluster, over a
+ * unix socket for the CLI).
+ *
+ * Tenancy is enforced by type: every query takes a `Scope`, either a tenant (organization, and
+ * environment where the collection is per environment) that the adapter adds to the filter, or
+ * the explicit `ALL_TENANTS` marker for the few system queries that must cross tenants (resolving
+ * an API key by its digest, a dispatcher claiming due deliveries). A query without a scope does not
+ * compile.
+ *
+ * Documents are plain JSON: timestamps are ISO strings (they sort as text), ids are strings in
+ * the field `id` (the adapters keep their own internal keys out of sight).
+ */
+export type Environment = "live" | "test";
+
+export interface Tenant {
+  readonly org_id: string;
+  readonly environment?: Environment;
+}
+
+export const ALL_TENANTS = Object.freeze({ all_tenants: true as const });
+export type AllTenants = typeof ALL_TENANTS;
+export type Scope = Tenant | AllTenants;
+
+export interface Doc {
+  id: string;
+  org_id: string;
+  environment?: Environment;
+}
+
+/**
+ * A MongoDB-style filter restricted to what both engines evaluate alike: equality on a field or a
+ * dotted path, and the operators `$in`, `$nin`, `$ne`, `$lt`, `$lte`, `$gt`, `$gte`, `$exists`.
+ */
+export type FilterValue =
+  | string
+  | number
+  | boolean
+  | null
+  | {
+      $in?: unknown[];
+      $nin?: unknown[];
+      $ne?: unknown;
+      $lt?: unknown;
+      $lte?: unknown;
+      $gt?: unknown;
+      $gte?: unknown;
+      $exists?: boolean;
+    };
+export type Filter = Record<string, FilterValue>;
+
+export type Sort = Record<string, 1 | -1>;
+
+export interface FindOptions {
+  sort?: Sort;
+  skip?: number;
+  limit?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+/** `$set`, `$unset`, `$inc` and `$push` only: the operators both engines apply atomically. */
+export interface Update {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true>;
+  $inc?: Record<string, number>;
+  $push?: Record<string, unknown>;
+}
+
+export interface IndexSpec {
+  fields: Record<string, 1 | -1>;
+  unique?: boolean;
+  /** Skip documents where the (first) field is missing; lets a unique index ignore absent values. */
+  sparse?: boolean;
+}
+
+export interface Collection<T extends Doc> {
+  readonly name: string;
+  /** Inserts one document; a unique index violation raises `DuplicateKeyError`. */
+  insert(doc: T): Promise<T>;
+  get(scope: Scope, id: string): Promise<T | null>;
+  findOne(scope: Scope, filter: Filter, options?: Pick<FindOptions, "sort">): Promise<T | null>;
+  find(scope: Scope, filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(scope: Scope, filter: Filter): Promise<number>;
+  /** One page and the total count of matches. */
+  page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>>;
+  /**
+   * Atomic compare-and-set: applies `update` to one document that matches `filter` at the moment
+   * of the write, and returns it as updated, or null when none matched. With `sort`, the first
+   * match in that order is taken (to claim the oldest due job). Two concurrent calls whose filter
+   * excludes the other's result (e.g. `{status: "queued"}` → `$set: {status: "running"}`) can never
+   * both succeed. The update may not change `id`, `org_id` or `environment`.
+   */
+  update(scope: Scope, filter: Filter, update: Update, options?: Pick<FindOptions, "sort">): Promise<T | null>;
+  updateMany(scope: Scope, filter: Filter, update: Update): Promise<number>;
+  /** Deletes one matching document and returns it, or null. */
+  delete(scope: Scope, filter: Filter): Promise<T | null>;
+  deleteMany(scope: Scope, filter: Filter): Promise<number>;
+}
+
+export interface Store {
+  /** The collection `name`; its indexes are created once (idempotently) before its first operation. */
+  collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  close(): Promise<void>;
+}

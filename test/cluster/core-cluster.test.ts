@@ -1,0 +1,126 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { api, expectError } from "../helpers/platform";
+import { freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type Nats, type NodeProc } from "../helpers/cluster";
+
+/**
+ * Four processes over a real nats-server: the store with keys and auth, orgs on its own, and two
+ * gateways. Driven over HTTP only.
+ */
+jest.setTimeout(90_000);
+
+let nats: Nats;
+let dir: { path: string; remove(): void };
+const nodes: NodeProc[] = [];
+let g1: string;
+let g2: string;
+let orgsNode: NodeProc;
+let admin: string;
+let orgId: string;
+
+beforeAll(async () => {
+  nats = await startNats();
+  dir = tempDir();
+  // A long rate window makes the cluster-wide limit exact to test; 100 per key in all.
+  const common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100", RATE_LIMIT_WINDOW_MS: "3600000" };
+  const [p1, p2] = [await freePort(), await freePort()];
+  nodes.push(startNode("core", { ...common, SERVICES: "store,keys,auth" }));
+  orgsNode = startNode("orgs", { ...common, SERVICES: "orgs" });
+  nodes.push(orgsNode);
+  nodes.push(startNode("gw1", { ...common, SERVICES: "gateway", PORT: String(p1) }));
+  nodes.push(startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2) }));
+  g1 = `http://127.0.0.1:${p1}/v1`;
+  g2 = `http://127.0.0.1:${p2}/v1`;
+  // The bootstrap CLI reaches the running store node's files through its socket.
+  await waitFor("the store socket", async () => existsSync(join(dir.path, "store.sock")));
+  await waitFor("the bootstrap CLI", async () => {
+    const out = runCli(["orgs", "create", "--name", "Cluster Co"], { DATA_DIR: dir.path });
+    admin = out.api_keys.find((k) => k.environment === "live")!.key;
+    orgId = out.org.id;
+    return true;
+  });
+  await waitForGateway(g1, admin);
+  await waitForGateway(g2, admin);
+});
+
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.kill("SIGKILL")));
+  await nats?.stop();
+  dir?.remove();
+});
+
+const newKey = async (scopes: string[]) =>
+  (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k", scopes } })).body.data as { id: string; key: string };
+
+describe("the core over NATS", () => {
+  it("serves every gateway from one shared store", async () => {
+    const made = await newKey(["api-keys:read"]);
+    const seen = await api(g2, "GET", `/api-keys/${made.id}`, { key: made.key });
+    expect(seen.status).toBe(200);
+    expect(seen.body.data.id).toBe(made.id);
+    const org = await api(g2, "GET", `/orgs/${orgId}`, { key: admin });
+    expect(org.body.data.name).toBe("Cluster Co");
+  });
+
+  it("refuses a key revoked through one gateway on the very next request to the other", async () => {
+    for (let i = 0; i < 10; i += 1) {
+      const made = await newKey(["api-keys:read"]);
+      // Both gateways have the key cached as active.
+      expect((await api(g1, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
+      expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
+      const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
+      expect(revoked.status).toBe(200);
+      expectError(await api(g2, "GET", "/api-keys?per_page=1", { key: made.key }), 401, "api_key_revoked");
+    }
+  });
+
+  it("answers 401 api_key_revoked to a request in flight when its key is revoked", async () => {
+    const made = await newKey(["org:admin"]);
+    expect((await api(g2, "GET", `/orgs/${orgId}`, { key: made.key })).status).toBe(200);
+    // Freeze the orgs node so the next request stays in flight inside the cluster.
+    orgsNode.child.kill("SIGSTOP");
+    try {
+      const inFlight = api(g2, "GET", `/orgs/${orgId}`, { key: made.key });
+      await new Promise((r) => setTimeout(r, 300));
+      const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
+      expect(revoked.status).toBe(200);
+      orgsNode.child.kill("SIGCONT");
+      expectError(await inFlight, 401, "api_key_revoked");
+    } finally {
+      orgsNode.child.kill("SIGCONT");
+    }
+  });
+
+  it("answers 503 with Retry-After while a service has no live node, and recovers", async () => {
+    const { key } = await newKey(["org:admin"]);
+    expect((await api(g1, "GET", `/orgs/${orgId}`, { key })).status).toBe(200);
+    await orgsNode.kill("SIGTERM");
+    await waitFor("orgs to leave the registry", async () => (await api(g1, "GET", `/orgs/${orgId}`, { key })).status === 503);
+    const res = await api(g1, "GET", `/orgs/${orgId}`, { key });
+    expectError(res, 503, "service_unavailable");
+    expect(res.headers["retry-after"]).toBe("1");
+    orgsNode = startNode("orgs2", { TRANSPORTER: nats.url, DATA_DIR: dir.path, SERVICES: "orgs" });
+    nodes.push(orgsNode);
+    await waitFor("orgs to come back", async () => (await api(g1, "GET", `/orgs/${orgId}`, { key })).status === 200);
+  });
+
+  it("holds the rate limit for the cluster, not per gateway", async () => {
+    // Two live gateways: each admits its share, 50 of the key's 100.
+    const made = await newKey(["api-keys:read"]);
+    const admitted = { g1: 0, g2: 0 };
+    let refused;
+    for (let i = 0; i < 60; i += 1) {
+      const [a, b] = await Promise.all([
+        api(g1, "GET", "/api-keys?per_page=1", { key: made.key }),
+        api(g2, "GET", "/api-keys?per_page=1", { key: made.key }),
+      ]);
+      admitted.g1 += Number(a.status === 200);
+      admitted.g2 += Number(b.status === 200);
+      if (a.status === 429) refused = a;
+    }
+    expect(admitted).toEqual({ g1: 50, g2: 50 });
+    expectError(refused!, 429, "rate_limited");
+    expect(refused!.headers["ratelimit-limit"]).toBe("100");
+    expect(Number(refused!.headers["retry-after"])).toBeGreaterThan(0);
+  });
+});

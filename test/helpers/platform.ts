@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ServiceBroker } from "moleculer";
+import { request } from "undici";
+import { createBroker } from "../../shared/broker";
+import { loadSettings } from "../../shared/config";
+
+export interface IssuedKey {
+  id: string;
+  key: string;
+  environment: "live" | "test";
+  scopes: string[];
+}
+export interface Bootstrap {
+  org: { id: string; name: string };
+  api_keys: IssuedKey[];
+}
+
+export interface Platform {
+  broker: ServiceBroker;
+  baseUrl: string;
+  dataDir: string;
+  /** What the bootstrap CLI does: a new organization with a live and a test org:admin key. */
+  createOrg(name?: string): Promise<{ org: Bootstrap["org"]; live: string; test: string }>;
+  stop(): Promise<void>;
+}
+
+/** The whole platform in this process on a fresh embedded store, its gateway on a free port. */
+export async function startPlatform(env: Record<string, string> = {}): Promise<Platform> {
+  const dataDir = mkdtempSync(join(tmpdir(), "wfp-"));
+  const settings = loadSettings({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env });
+  const broker = createBroker(settings);
+  await broker.start();
+  const gateway = broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } };
+  const baseUrl = `http://127.0.0.1:${gateway.server.address().port}/v1`;
+  return {
+    broker,
+    baseUrl,
+    dataDir,
+    async createOrg(name = "Acme") {
+      const res = await broker.call<Bootstrap, { name: string }>("orgs.create", { name });
+      const live = res.api_keys.find((k) => k.environment === "live")?.key as string;
+      const test = res.api_keys.find((k) => k.environment === "test")?.key as string;
+      return { org: res.org, live, test };
+    },
+    async stop() {
+      await broker.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: T;
+}
+
+export interface CallOptions {
+  key?: string;
+  body?: unknown;
+  /** Sent as is, instead of JSON-encoding `body`. */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/** One HTTP request to the gateway, the way a client sends it. */
+export async function api<T = any>(baseUrl: string, method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  let body: string | Buffer | undefined = opts.raw;
+  if (body === undefined && opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await request(`${baseUrl}${path}`, { method: method as "GET", headers, body });
+  const text = await res.body.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: the test sees the text
+  }
+  return { status: res.statusCode, headers: res.headers, body: parsed as T };
+}
+
+/** The contract's error shape, asserted in one place. */
+export function expectError(res: ApiResponse, status: number, code: string, param?: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(typeof res.body.error.type).toBe("string");
+  expect(typeof res.body.error.message).toBe("string");
+  expect(res.body.error.request_id).toMatch(/^req_/);
+  expect(res.headers["request-id"]).toBe(res.body.error.request_id);
+  expect(res.body.data).toBeUndefined();
+  if (param !== undefined) expect(res.body.error.param).toBe(param);
+}

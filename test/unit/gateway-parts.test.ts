@@ -1,0 +1,103 @@
+import { toHttpError } from "../../services/gateway/http-errors";
+import { IdentityCache } from "../../services/gateway/identity-cache";
+import { RateLimiter } from "../../services/gateway/rate-limiter";
+import { aliasesOf, methodsFor, ROUTES } from "../../services/gateway/routes";
+import { ApiError } from "../../shared/errors";
+import type { Identity } from "../../shared/identity";
+
+const identity = (key_id: string, org_id = "org_a"): Identity => ({
+  key_id,
+  org_id,
+  environment: "live",
+  scopes: ["org:admin"],
+  status: "active",
+  expires_at: null,
+  api_version: "2026-11-01",
+});
+
+describe("RateLimiter", () => {
+  it("admits max per window per key and resets with the next window", () => {
+    const limiter = new RateLimiter(3, 1000, () => 1);
+    const t = 10_000;
+    expect([1, 2, 3, 4].map(() => limiter.hit("k", t).allowed)).toEqual([true, true, true, false]);
+    expect(limiter.hit("other", t).allowed).toBe(true);
+    expect(limiter.hit("k", t + 1000).allowed).toBe(true);
+  });
+
+  it("enforces each gateway's share of the cluster limit", () => {
+    let nodes = 2;
+    const limiter = new RateLimiter(10, 1000, () => nodes);
+    const admitted = Array.from({ length: 10 }, () => limiter.hit("k", 0).allowed).filter(Boolean).length;
+    expect(admitted).toBe(5);
+    nodes = 1;
+    expect(limiter.hit("k", 0)).toMatchObject({ allowed: true, limit: 10, remaining: 4 });
+  });
+});
+
+describe("IdentityCache", () => {
+  it("looks a token up once, then answers from memory until invalidated", async () => {
+    let lookups = 0;
+    const cache = new IdentityCache(async () => {
+      lookups += 1;
+      return identity("key_1");
+    }, 60_000);
+    await Promise.all([cache.get("t"), cache.get("t"), cache.get("t")]);
+    await cache.get("t");
+    expect(lookups).toBe(1);
+    cache.invalidate({ key_id: "key_1" });
+    expect(cache.wasRevoked("key_1")).toBe(true);
+    await cache.get("t");
+    expect(lookups).toBe(2);
+  });
+
+  it("does not cache a lookup that raced with an invalidation", async () => {
+    let release!: () => void;
+    const cache = new IdentityCache(() => new Promise<Identity>((r) => (release = () => r(identity("key_2")))), 60_000);
+    const pending = cache.get("t");
+    cache.invalidate({ org_id: "org_zzz" });
+    release();
+    await pending;
+    expect(cache.size).toBe(0);
+  });
+
+  it("drops every key of an organization on an org invalidation", async () => {
+    const cache = new IdentityCache(async (t) => identity(`key_${t}`, "org_x"), 60_000);
+    await cache.get("1");
+    await cache.get("2");
+    cache.invalidate({ org_id: "org_x" });
+    expect(cache.size).toBe(0);
+    expect(cache.wasRevoked("key_1")).toBe(false);
+  });
+});
+
+describe("routes", () => {
+  it("turns the table into moleculer-web aliases", () => {
+    expect(aliasesOf(ROUTES)["GET /api-keys/:id"]).toBe("keys.get");
+  });
+  it("knows which methods a path answers to", () => {
+    expect(methodsFor("/api-keys")).toEqual(["POST", "GET"]);
+    expect(methodsFor("/api-keys/key_1")).toEqual(["GET", "DELETE"]);
+    expect(methodsFor("/nope")).toEqual([]);
+  });
+});
+
+describe("toHttpError", () => {
+  it("maps errors by their type, also as plain objects after a NATS hop", () => {
+    expect(toHttpError(new ApiError("insufficient_scope", "x"))).toMatchObject({ status: 403, code: "insufficient_scope" });
+    expect(toHttpError({ name: "ApiError", type: "resource_not_found", code: 404, message: "m", data: { param: "id" } })).toMatchObject({
+      status: 404,
+      param: "id",
+    });
+    expect(toHttpError({ name: "ValidationError", data: [{ type: "required", field: "name" }] })).toMatchObject({
+      status: 400,
+      code: "parameter_missing",
+      param: "name",
+    });
+    expect(toHttpError({ name: "ServiceNotFoundError" })).toMatchObject({ status: 503, retryAfter: 1 });
+  });
+  it("hides anything unknown behind a 500 that leaks nothing", () => {
+    const res = toHttpError(new Error("secret connection string mongodb://u:p@h"));
+    expect(res).toMatchObject({ status: 500, code: "internal_error" });
+    expect(res.message).not.toContain("mongodb");
+  });
+});

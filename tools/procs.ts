@@ -1,0 +1,125 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { connect, createServer } from "node:net";
+import { readFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+
+/**
+ * Starting the platform's processes and a nats-server on this machine: used by the cluster tests,
+ * the benchmarks and the local cluster command alike.
+ */
+// The same file runs compiled (dist/tools) and from source under jest (tools/).
+const ROOT = basename(resolve(__dirname, "..")) === "dist" ? resolve(__dirname, "../..") : resolve(__dirname, "..");
+export const SERVER_JS = join(ROOT, "dist/bin/server.js");
+export const CLI_JS = join(ROOT, "dist/bin/cli.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < until) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}
+
+const accepts = (port: number): Promise<boolean> =>
+  new Promise((ok) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      ok(true);
+    });
+    socket.once("error", () => ok(false));
+  });
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  /** Everything the process printed so far. */
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+function track(name: string, child: ChildProcess): Proc {
+  let out = "";
+  child.stdout?.on("data", (d) => (out += d));
+  child.stderr?.on("data", (d) => (out += d));
+  return {
+    name,
+    child,
+    output: () => out,
+    kill(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+      return new Promise((done) => {
+        child.once("exit", () => done());
+        child.kill(signal);
+      });
+    },
+  };
+}
+
+export interface Nats {
+  url: string;
+  port: number;
+  proc: Proc;
+  stop(): Promise<void>;
+}
+
+/** A nats-server on a free loopback port (Debian's `nats-server` package). */
+export async function startNats(): Promise<Nats> {
+  const port = await freePort();
+  const proc = track("nats", spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] }));
+  await new Promise<void>((ok, fail) => {
+    proc.child.once("error", (err) => fail(new Error(`cannot start nats-server (apt-get install -y nats-server): ${err.message}`)));
+    waitFor(`nats-server on ${port}`, () => accepts(port), 10_000).then(ok, fail);
+  });
+  return { url: `nats://127.0.0.1:${port}`, port, proc, stop: () => proc.kill("SIGTERM") };
+}
+
+/** One platform process (`node dist/bin/server.js`) with these settings. */
+export function startNode(name: string, env: Record<string, string>, inherit = false): Proc {
+  const child = spawn(process.execPath, [SERVER_JS], {
+    env: { ...process.env, LOG_LEVEL: "warn", NODE_ID: name, HOST: "127.0.0.1", ...env },
+    stdio: ["ignore", inherit ? "inherit" : "pipe", inherit ? "inherit" : "pipe"],
+  });
+  return track(name, child);
+}
+
+export interface CliOrg {
+  org: { id: string; name: string };
+  api_keys: { id: string; key: string; environment: "live" | "test"; scopes: string[] }[];
+}
+
+/** The bootstrap CLI, as the README runs it; returns its one JSON object. */
+export function runCli(args: string[], env: Record<string, string>): CliOrg {
+  const res = spawnSync(process.execPath, [CLI_JS, ...args], { env: { ...process.env, ...env }, encoding: "utf8", timeout: 30_000 });
+  if (res.status !== 0) throw new Error(`cli failed (${res.status}): ${res.stderr}`);
+  return JSON.parse(res.stdout) as CliOrg;
+}
+
+/** Peak resident memory of a process, in MiB (Linux). */
+export function peakRssMiB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = /VmHWM:\s+(\d+) kB/.exec(status);
+    return match ? Math.round(Number(match[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
