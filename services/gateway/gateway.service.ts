@@ -1,6 +1,8 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { parse as parseQuery } from "node:querystring";
+import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
+import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import type { Identity, Invalidation } from "../../shared/identity";
@@ -9,68 +11,64 @@ import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Store } from "../../shared/storage/types";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
-import type { CallMeta, Caller } from "../../shared/context";
+import { readJsonBody } from "./body";
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
-import { aliasesOf, methodsFor, pathParamsOf, ROUTE_BY_ACTION, ROUTES, type RouteDef } from "./routes";
+import { matchRoute, PATH_PARAMS, type RouteDef } from "./routes";
 
-const BODY_LIMIT = "1mb";
 const IDENTITY_TTL_MS = 30_000;
 const TOUCH_INTERVAL_MS = 5_000;
 const SWEEP_INTERVAL_MS = 60_000;
 
-/** What the gateway learns about a request along the way; kept on `req`. */
+/** What the gateway learns about one request along the way. */
 interface Exchange {
   requestId: string;
   version: string;
-  status?: number;
   caller?: Caller;
   rate?: RateDecision;
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
 }
-type Req = IncomingMessage & {
-  $x: Exchange;
-  $alias?: { action?: string };
-  body?: unknown;
-  query?: Record<string, unknown>;
-  parsedUrl?: string;
-  $ctx?: Context<unknown, CallMeta>;
-};
-type Res = ServerResponse;
 
 interface GatewayVars {
+  broker: ServiceBroker;
   store: Store;
   identities: IdentityCache;
   limiter: RateLimiter;
   idempotency: Idempotency;
   gatewayNodes: number;
-  usage: Map<string, { key_id: string; org_id: string; at: string }>;
+  /** key id → organization and time of last use, flushed to keys.touch every few seconds. */
+  usage: Map<string, { org_id: string; at: number }>;
   timers: NodeJS.Timeout[];
 }
 interface GatewayMethods {
-  authenticate(ctx: Context<unknown, CallMeta>, route: unknown, req: Req, res: Res): Promise<null>;
-  authorize(ctx: Context<unknown, CallMeta>, route: unknown, req: Req, res: Res): Promise<void>;
-  writeJson(req: Req, res: Res, status: number, body: unknown): void;
-  sendResponse(req: Req, res: Res, data: unknown): void;
-  renderError(req: Req, res: Res, err: unknown): void;
+  httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  handle(req: IncomingMessage, x: Exchange): Promise<{ status: number; body: unknown; replayed?: true }>;
+  authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
+  send(res: ServerResponse, x: Exchange, status: number, body: unknown, extra?: OutgoingHttpHeaders): void;
+  renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
   countGateways(): void;
   flushUsage(): Promise<void>;
 }
 
-const hasBody = (req: IncomingMessage): boolean =>
-  req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-
-const isJson = (req: IncomingMessage): boolean => /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(req.headers["content-type"] ?? "");
-
-/**
- * The only door: authenticates bearer keys, checks the route's scope, rate-limits per key, resolves
- * the API version, replays idempotent POSTs, and renders every answer and error in the contract's
- * shape. Services behind it return plain data.
- */
 type GatewaySettings = ServiceSettingSchema & { port: number; ip: string; [option: string]: unknown };
 
+/** A sentinel carrying a stored answer out of the idempotency check. */
+class Replay {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+/**
+ * The only door. moleculer-web hosts the HTTP server; the /v1 request path is this service's own
+ * (`httpHandler`): route by the table in routes.ts, read the JSON body, authenticate the bearer key,
+ * check the route's scope, rate-limit, resolve the API version, replay idempotent POSTs, call the
+ * action and render every answer and error in the contract's shape. Services return plain data.
+ * (moleculer-web's own per-request pipeline cost more than the whole latency budget: see README.)
+ */
 const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars> = {
   name: "gateway",
   mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin],
@@ -78,75 +76,20 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
   settings: {
     port: 3000,
     ip: "0.0.0.0",
+    routes: [],
     logRequest: null,
     logResponse: null,
     log4XXResponses: false,
     logRouteRegistration: false,
-    // Every request gets its id before anything else can fail, so error answers carry it too.
-    rootCallOptions(this: unknown, options: Record<string, unknown>, req: Req, res: Res) {
-      const requestId = newId("req");
-      req.$x = { requestId, version: LATEST_VERSION };
-      res.setHeader("Request-Id", requestId);
-      options.requestID = requestId;
-    },
-    routes: [
-      {
-        path: "/v1",
-        mappingPolicy: "restrict",
-        aliases: aliasesOf(ROUTES),
-        authentication: true,
-        authorization: true,
-        logging: false,
-        mergeParams: true,
-        bodyParsers: { json: { limit: BODY_LIMIT, strict: true }, urlencoded: false },
-
-        onBeforeCall(this: unknown, ctx: Context<unknown, CallMeta>, _route: unknown, req: Req) {
-          if (hasBody(req) && !isJson(req)) {
-            throw new ApiError("unsupported_media_type", "Request bodies must be JSON, sent with Content-Type: application/json");
-          }
-          if (req.body !== undefined && (typeof req.body !== "object" || req.body === null || Array.isArray(req.body))) {
-            throw new ApiError("invalid_json", "The request body must be a JSON object");
-          }
-          // Path parameters win over body and query ones of the same name; refuse the clash instead of hiding it.
-          const def = ROUTE_BY_ACTION.get(req.$alias?.action ?? "");
-          for (const name of def ? pathParamsOf(def) : []) {
-            const body = req.body as Record<string, unknown> | undefined;
-            if ((body && name in body) || (req.query && name in req.query)) {
-              throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
-            }
-          }
-          ctx.meta.request_id = req.$x.requestId;
-        },
-
-        async onAfterCall(this: GatewayVars & GatewayMethods, _ctx: unknown, _route: unknown, req: Req, _res: Res, data: any) {
-          const x = req.$x;
-          // A request whose key was revoked while it ran is refused, whatever it did.
-          if (x.caller && this.identities.wasRevoked(x.caller.key_id)) {
-            throw new ApiError("api_key_revoked", "This API key has been revoked");
-          }
-          const def = ROUTE_BY_ACTION.get(req.$alias?.action ?? "") as RouteDef;
-          const status = def.status ?? 200;
-          const body = def.list
-            ? { data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } }
-            : { data };
-          if (x.idempotency) {
-            await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, body);
-          }
-          x.status = status;
-          return body;
-        },
-
-        onError(this: GatewayVars & GatewayMethods, req: Req, res: Res, err: unknown) {
-          this.renderError(req, res, err);
-        },
-      },
-    ],
-    onError(this: GatewayVars & GatewayMethods, req: Req, res: Res, err: unknown) {
-      this.renderError(req, res, err);
-    },
   },
 
   actions: {
+    // moleculer-web's own actions are not part of this API.
+    rest: false,
+    listAliases: false,
+    addRoute: false,
+    removeRoute: false,
+
     /** Internal: drop a key or an organization from this node's identity cache (see auth.invalidate). */
     invalidate: {
       visibility: "public",
@@ -169,7 +112,65 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
   },
 
   methods: {
-    async authenticate(ctx, _route, req) {
+    async httpHandler(req, res) {
+      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION };
+      try {
+        const { status, body, replayed } = await this.handle(req, x);
+        this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
+      } catch (err) {
+        this.renderError(res, x, req.method ?? "GET", err);
+      }
+    },
+
+    async handle(req, x) {
+      const url = req.url ?? "/";
+      const q = url.indexOf("?");
+      const path = q < 0 ? url : url.slice(0, q);
+      if (!path.startsWith("/v1/")) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
+      const match = matchRoute(req.method ?? "", path.slice(3));
+      if (!match.route) {
+        if (match.allowed.length === 0) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
+        throw new ApiError("method_not_allowed", `${req.method} is not allowed here; use ${match.allowed.join(", ")}`, {
+          allow: match.allowed.join(", "),
+        });
+      }
+      const route: RouteDef = match.route;
+      const query = q < 0 ? {} : (parseQuery(url.slice(q + 1)) as Record<string, unknown>);
+      const body = await readJsonBody(req);
+      // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
+      for (const name of PATH_PARAMS.get(route.action) ?? []) {
+        if ((body && name in body) || name in query) {
+          throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
+        }
+      }
+
+      const caller = await this.authenticate(req, x);
+      if (!grants(caller.scopes, route.scope)) {
+        throw new ApiError("insufficient_scope", `This request needs the '${route.scope}' scope, which your key does not hold`, {
+          scope: route.scope,
+        });
+      }
+      const idemKey = req.headers["idempotency-key"];
+      if (req.method === "POST" && typeof idemKey === "string") {
+        const tenant = { org_id: caller.org_id, environment: caller.environment };
+        const begun = await this.idempotency.begin(tenant, idemKey, fingerprintOf(req.method, path, body));
+        if (begun.kind === "replay") throw new Replay(begun.status, begun.body);
+        x.idempotency = { id: begun.id, tenant };
+      }
+
+      const meta: CallMeta = { auth: caller, api_version: x.version, request_id: x.requestId };
+      const data = await this.broker.call<any, Record<string, unknown>>(route.action, { ...body, ...query, ...match.params }, { meta });
+      // A request whose key was revoked while it ran is refused, whatever it did.
+      if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
+      const status = route.status ?? 200;
+      const envelope = route.list
+        ? { data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } }
+        : { data };
+      if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope);
+      return { status, body: envelope };
+    },
+
+    async authenticate(req, x) {
       const header = req.headers.authorization;
       if (!header) throw new ApiError("missing_api_key", "Send your API key as 'Authorization: Bearer <key>'");
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -182,121 +183,74 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if (identity.expires_at !== null && Date.parse(identity.expires_at) <= now) {
         throw new ApiError("api_key_expired", `This API key expired at ${identity.expires_at}`);
       }
-      const caller: Caller = {
-        key_id: identity.key_id,
-        org_id: identity.org_id,
-        environment: identity.environment,
-        scopes: identity.scopes,
-      };
-      const x = req.$x;
-      x.caller = caller;
       x.version = resolveVersion(req.headers["service-version"] as string | undefined, identity.api_version);
+      const caller: Caller = { key_id: identity.key_id, org_id: identity.org_id, environment: identity.environment, scopes: identity.scopes };
+      x.caller = caller;
       x.rate = this.limiter.hit(identity.key_id, now);
       if (!x.rate.allowed) {
         throw new ApiError("rate_limited", "Too many requests with this API key; slow down", { retry_after: x.rate.reset });
       }
-      this.usage.set(identity.key_id, { key_id: identity.key_id, org_id: identity.org_id, at: new Date(now).toISOString() });
-      ctx.meta.auth = caller;
-      ctx.meta.api_version = x.version;
-      return null;
+      this.usage.set(identity.key_id, { org_id: identity.org_id, at: now });
+      return caller;
     },
 
-    async authorize(_ctx, _route, req) {
-      const x = req.$x;
-      const def = ROUTE_BY_ACTION.get(req.$alias?.action ?? "");
-      const caller = x.caller as Caller;
-      if (!def || !grants(caller.scopes, def.scope)) {
-        const needed = def?.scope ?? "org:admin";
-        throw new ApiError("insufficient_scope", `This request needs the '${needed}' scope, which your key does not hold`, {
-          scope: needed,
-        });
-      }
-      const key = req.headers["idempotency-key"];
-      if (req.method === "POST" && typeof key === "string") {
-        const tenant = { org_id: caller.org_id, environment: caller.environment };
-        const fingerprint = fingerprintOf(req.method, req.parsedUrl ?? "", req.body);
-        const begun = await this.idempotency.begin(tenant, key, fingerprint);
-        if (begun.kind === "replay") throw Object.assign(new Error("replay"), { name: "IdempotentReplay", replay: begun });
-        x.idempotency = { id: begun.id, tenant };
-      }
-    },
-
-    /** Replaces moleculer-web's: the envelope is built in onAfterCall, the headers are ours. */
-    sendResponse(req, res, data) {
+    send(res, x, status, body, extra) {
       if (res.headersSent) return;
-      this.writeJson(req, res, req.$x.status ?? 200, data);
-    },
-
-    writeJson(req, res, status, body) {
-      const x = req.$x;
-      if (x) {
-        res.setHeader("Service-Version", x.version);
-        if (x.rate) {
-          res.setHeader("RateLimit-Limit", String(x.rate.limit));
-          res.setHeader("RateLimit-Remaining", String(Math.max(0, x.rate.remaining)));
-          res.setHeader("RateLimit-Reset", String(x.rate.reset));
-        }
-      }
       const payload = JSON.stringify(body);
-      res.statusCode = status;
-      res.setHeader("Content-Type", "application/json; charset=utf-8");
-      res.setHeader("Content-Length", Buffer.byteLength(payload));
+      const headers: OutgoingHttpHeaders = {
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": Buffer.byteLength(payload),
+        "Request-Id": x.requestId,
+        "Service-Version": x.version,
+        ...extra,
+      };
+      if (x.rate) {
+        headers["RateLimit-Limit"] = x.rate.limit;
+        headers["RateLimit-Remaining"] = Math.max(0, x.rate.remaining);
+        headers["RateLimit-Reset"] = x.rate.reset;
+      }
+      res.writeHead(status, headers);
       res.end(payload);
     },
 
-    renderError(req, res, err) {
-      if (res.headersSent) return;
-      const e = err as { name?: string; replay?: { status: number; body: unknown } };
-      if (e?.name === "IdempotentReplay" && e.replay) {
-        res.setHeader("Idempotent-Replayed", "true");
-        this.writeJson(req, res, e.replay.status, e.replay.body);
-        return;
-      }
-      if (!req.$x) req.$x = { requestId: newId("req"), version: LATEST_VERSION };
-      const x = req.$x;
+    renderError(res, x, method, err) {
+      if (err instanceof Replay) return this.send(res, x, err.status, err.body, { "Idempotent-Replayed": "true" });
       let http = toHttpError(err);
       // Whatever became of it, a request whose key was revoked while it ran answers as revoked.
       if (x.caller && http.status !== 401 && this.identities.wasRevoked(x.caller.key_id)) {
         http = { status: 401, code: "api_key_revoked", message: "This API key has been revoked" };
       }
-      if (http.code === "route_not_found") {
-        const path = (req.parsedUrl ?? req.url ?? "").replace(/^\/v1(?=\/|$)/, "");
-        const allowed = methodsFor(path.split("?")[0]);
-        if (allowed.length > 0) {
-          res.setHeader("Allow", allowed.join(", "));
-          http = { status: 405, code: "method_not_allowed", message: `${req.method} is not allowed here; use ${allowed.join(", ")}` };
-        } else {
-          http.message = `No route ${req.method} ${req.url?.split("?")[0]}`;
-        }
+      if (http.code === "internal_error") {
+        (this as unknown as { logger: { error(...a: unknown[]): void } }).logger.error("Request failed", { request_id: x.requestId, method, err });
       }
-      if (http.status >= 500 && http.code === "internal_error") {
-        (this as unknown as { logger: { error: (...a: unknown[]) => void } }).logger.error("Request failed", {
-          request_id: x.requestId,
-          err,
-        });
-      }
+      const error = {
+        type: ERROR_CODES[http.code].type,
+        code: http.code,
+        message: http.message,
+        ...(http.param !== undefined && { param: http.param }),
+        request_id: x.requestId,
+      };
       if (x.idempotency) {
         const { tenant, id } = x.idempotency;
-        const body = { error: { type: ERROR_CODES[http.code].type, code: http.code, message: http.message, param: http.param } };
-        // A 5xx may be retried with the same key; a 4xx is the request's own answer and is kept.
-        void (http.status >= 500 || http.status === 429 ? this.idempotency.abandon(tenant, id) : this.idempotency.complete(tenant, id, http.status, body)).catch(() => undefined);
+        // A 5xx or 429 may be retried with the same key; a 4xx is the request's own answer and is kept.
+        const settle =
+          http.status >= 500 || http.status === 429
+            ? this.idempotency.abandon(tenant, id)
+            : this.idempotency.complete(tenant, id, http.status, { error });
+        settle.catch(() => undefined);
       }
-      if (http.retryAfter !== undefined) res.setHeader("Retry-After", String(http.retryAfter));
-      this.writeJson(req, res, http.status, {
-        error: {
-          type: ERROR_CODES[http.code].type,
-          code: http.code,
-          message: http.message,
-          ...(http.param !== undefined && { param: http.param }),
-          request_id: x.requestId,
-        },
-      });
+      const extra: OutgoingHttpHeaders = {};
+      if (http.retryAfter !== undefined) extra["Retry-After"] = http.retryAfter;
+      const allow = (err as { data?: { allow?: string } })?.data?.allow;
+      if (http.code === "method_not_allowed" && allow) extra.Allow = allow;
+      // A body we stopped reading (413) leaves the connection in an unknown state: close it.
+      if (http.code === "payload_too_large") extra.Connection = "close";
+      this.send(res, x, http.status, { error }, extra);
     },
 
     countGateways() {
-      const broker = (this as unknown as { broker: import("moleculer").ServiceBroker }).broker;
       const nodes = new Set(
-        broker.registry
+        this.broker.registry
           .getServiceList({ onlyAvailable: true, skipInternal: true })
           .filter((svc) => svc.name === "gateway")
           .map((svc) => svc.nodeID),
@@ -306,10 +260,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
     async flushUsage() {
       if (this.usage.size === 0) return;
-      const uses = [...this.usage.values()];
+      const uses = [...this.usage].map(([key_id, { org_id, at }]) => ({ key_id, org_id, at: new Date(at).toISOString() }));
       this.usage.clear();
-      const broker = (this as unknown as { broker: import("moleculer").ServiceBroker }).broker;
-      await broker.call("keys.touch", { uses }).catch(() => undefined);
+      await this.broker.call("keys.touch", { uses }).catch(() => undefined);
     },
   },
 

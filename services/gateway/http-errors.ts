@@ -20,7 +20,6 @@ interface AnyError {
 const UNAVAILABLE = new Set([
   "ServiceNotFoundError",
   "ServiceNotAvailableError",
-  "ServiceUnavailableError",
   "RequestTimeoutError",
   "RequestSkippedError",
   "RequestRejectedError",
@@ -60,16 +59,5 @@ export function toHttpError(raw: unknown): HttpError {
   if (err.name && UNAVAILABLE.has(err.name)) {
     return { status: 503, code: "service_unavailable", message: "A service this request needs is unavailable; retry shortly", retryAfter: 1 };
   }
-  // body-parser's errors carry their own `type`.
-  if (err.type === "entity.too.large") {
-    return { status: 413, code: "payload_too_large", message: "The request body is over 1 MiB" };
-  }
-  if (err.type === "entity.parse.failed") {
-    return { status: 400, code: "invalid_json", message: "The request body is not valid JSON" };
-  }
-  if (err.type === "encoding.unsupported" || err.type === "charset.unsupported") {
-    return { status: 415, code: "unsupported_media_type", message: err.message ?? "Unsupported body encoding" };
-  }
-  if (err.name === "NotFoundError") return { status: 404, code: "route_not_found", message: "No such route" };
   return { status: 500, code: "internal_error", message: "An internal error occurred; it has been logged" };
 }

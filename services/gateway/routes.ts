@@ -32,20 +32,45 @@ export const ROUTES: readonly RouteDef[] = [
 
 export const ROUTE_BY_ACTION = new Map(ROUTES.map((r) => [r.action, r]));
 
-/** The path parameters of a route (`/orgs/{id}/members/{member_id}` → id, member_id). */
-export const pathParamsOf = (route: RouteDef): string[] => [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+/** The path parameters of each action's route (`/orgs/{id}/members/{member_id}` → id, member_id). */
+export const PATH_PARAMS = new Map(ROUTES.map((r) => [r.action, [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])]));
 
-/** moleculer-web aliases (`"GET /api-keys/:id": "keys.get"`) from the table. */
-export function aliasesOf(routes: readonly RouteDef[]): Record<string, string> {
-  return Object.fromEntries(routes.map((r) => [`${r.method} ${r.path.replace(/\{(\w+)\}/g, ":$1")}`, r.action]));
-}
-
-const templates = ROUTES.map((r) => ({
-  method: r.method,
-  pattern: new RegExp(`^${r.path.replace(/\{\w+\}/g, "[^/]+")}/?$`),
+const compiled = ROUTES.map((route) => ({
+  route,
+  names: PATH_PARAMS.get(route.action) ?? [],
+  pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, "([^/]+)")}/?$`),
 }));
 
-/** The methods a path answers to: none is a 404, some but not the one asked is a 405. */
-export function methodsFor(path: string): HttpMethod[] {
-  return [...new Set(templates.filter((t) => t.pattern.test(path)).map((t) => t.method))];
+export type RouteMatch =
+  | { route: RouteDef; params: Record<string, string> }
+  | { route: undefined; allowed: HttpMethod[] };
+
+/**
+ * The route for a method and a path under /v1. No match at all is a 404; a path that exists for
+ * other methods only is a 405 (`allowed` lists them).
+ */
+export function matchRoute(method: string, path: string): RouteMatch {
+  const allowed: HttpMethod[] = [];
+  for (const { route, names, pattern } of compiled) {
+    const m = pattern.exec(path);
+    if (!m) continue;
+    if (route.method !== method) {
+      if (!allowed.includes(route.method)) allowed.push(route.method);
+      continue;
+    }
+    const params: Record<string, string> = {};
+    try {
+      names.forEach((name, i) => (params[name] = decodeURIComponent(m[i + 1])));
+    } catch {
+      return { route: undefined, allowed: [] };
+    }
+    return { route, params };
+  }
+  return { route: undefined, allowed };
 }
+
+/** The methods a path answers to. */
+export const methodsFor = (path: string): HttpMethod[] => {
+  const m = matchRoute("", path);
+  return m.route ? [] : m.allowed;
+};

@@ -1,7 +1,7 @@
 import { toHttpError } from "../../services/gateway/http-errors";
 import { IdentityCache } from "../../services/gateway/identity-cache";
 import { RateLimiter } from "../../services/gateway/rate-limiter";
-import { aliasesOf, methodsFor, ROUTES } from "../../services/gateway/routes";
+import { matchRoute, methodsFor } from "../../services/gateway/routes";
 import { ApiError } from "../../shared/errors";
 import type { Identity } from "../../shared/identity";
 
@@ -71,8 +71,11 @@ describe("IdentityCache", () => {
 });
 
 describe("routes", () => {
-  it("turns the table into moleculer-web aliases", () => {
-    expect(aliasesOf(ROUTES)["GET /api-keys/:id"]).toBe("keys.get");
+  it("matches a method and path to an action with its path parameters", () => {
+    const m = matchRoute("DELETE", "/orgs/org_1/members/mem%5F2");
+    expect(m.route?.action).toBe("orgs.removeMember");
+    expect(m.route && "params" in m ? m.params : undefined).toEqual({ id: "org_1", member_id: "mem_2" });
+    expect(matchRoute("GET", "/api-keys/%E0%A4%A").route).toBeUndefined();
   });
   it("knows which methods a path answers to", () => {
     expect(methodsFor("/api-keys")).toEqual(["POST", "GET"]);
