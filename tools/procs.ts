@@ -1,7 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { connect, createServer } from "node:net";
 import { readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
+
+export { freePort, startNats, type NatsServer } from "./nats";
 
 /**
  * Starting the platform's processes and a nats-server on this machine: used by the cluster tests,
@@ -11,17 +12,6 @@ import { basename, join, resolve } from "node:path";
 const ROOT = basename(resolve(__dirname, "..")) === "dist" ? resolve(__dirname, "../..") : resolve(__dirname, "..");
 export const SERVER_JS = join(ROOT, "dist/bin/server.js");
 export const CLI_JS = join(ROOT, "dist/bin/cli.js");
-
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
-}
 
 export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -36,16 +26,6 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
-
-const accepts = (port: number): Promise<boolean> =>
-  new Promise((ok) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      ok(true);
-    });
-    socket.once("error", () => ok(false));
-  });
 
 export interface Proc {
   name: string;
@@ -71,24 +51,6 @@ function track(name: string, child: ChildProcess): Proc {
       });
     },
   };
-}
-
-export interface Nats {
-  url: string;
-  port: number;
-  proc: Proc;
-  stop(): Promise<void>;
-}
-
-/** A nats-server on a free loopback port (Debian's `nats-server` package). */
-export async function startNats(): Promise<Nats> {
-  const port = await freePort();
-  const proc = track("nats", spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "pipe", "pipe"] }));
-  await new Promise<void>((ok, fail) => {
-    proc.child.once("error", (err) => fail(new Error(`cannot start nats-server (apt-get install -y nats-server): ${err.message}`)));
-    waitFor(`nats-server on ${port}`, () => accepts(port), 10_000).then(ok, fail);
-  });
-  return { url: `nats://127.0.0.1:${port}`, port, proc, stop: () => proc.kill("SIGTERM") };
 }
 
 /** One platform process (`node dist/bin/server.js`) with these settings. */

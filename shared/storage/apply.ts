@@ -1,20 +1,28 @@
+import { ApiError } from "../errors";
 import type { IndexSpec, Store } from "./types";
 
-export const OPS = ["insert", "get", "findOne", "find", "count", "page", "update", "updateMany", "delete", "deleteMany"] as const;
-export type Op = (typeof OPS)[number];
+export const STORE_OPS = ["insert", "get", "findOne", "find", "count", "page", "update", "updateMany", "delete", "deleteMany"] as const;
+export type StoreOp = (typeof STORE_OPS)[number];
 
-/** One storage operation as plain JSON: what a remote store sends to the node owning the files. */
+/**
+ * One storage operation as plain JSON: what a remote store sends to the process owning the embedded
+ * files, over the broker (`store.op`) or the unix socket alike.
+ */
 export interface StoreMessage {
-  c: string;
-  op: Op;
-  a: unknown[];
-  /** The collection's indexes, sent with its first operation from each client. */
-  i?: IndexSpec[];
+  collection: string;
+  /** The collection's indexes, sent with the first operation each client makes on it. */
+  indexes?: IndexSpec[];
+  op: StoreOp;
+  /** The arguments of the `Collection` method `op`, in order. */
+  args: unknown[];
 }
 
-/** Runs a message against a real store: the one protocol behind the broker and the socket. */
-export async function applyMessage(store: Store, msg: StoreMessage): Promise<unknown> {
-  if (!(OPS as readonly string[]).includes(msg.op)) throw new Error(`storage: unknown operation '${msg.op}'`);
-  const col = store.collection(msg.c, msg.i) as unknown as Record<Op, (...args: unknown[]) => Promise<unknown>>;
-  return col[msg.op](...msg.a);
+/** Runs a message against a real store: the one protocol behind both transports. */
+export async function applyMessage(store: Store, message: StoreMessage): Promise<unknown> {
+  if (!(STORE_OPS as readonly string[]).includes(message.op)) {
+    throw new ApiError("internal_error", `storage: unknown operation '${String(message.op)}'`);
+  }
+  const collection = store.collection(message.collection, message.indexes) as unknown as Record<StoreOp, (...args: unknown[]) => Promise<unknown>>;
+  // JSON has no undefined; every transport answers null for "nothing".
+  return (await collection[message.op](...message.args)) ?? null;
 }

@@ -1,97 +1,119 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import Datastore from "@seald-io/nedb";
-import { DuplicateKeyError } from "../errors";
+import { ApiError, DuplicateKeyError } from "../errors";
 import { checkUpdate, scoped } from "./scope";
-import type { Collection, Doc, Filter, FindOptions, IndexSpec, Page, Scope, Store, Update } from "./types";
+import { COLLECTION_NAME, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
 
+/** nedb's files are append-only; rewriting them now and then keeps them at the size of their data. */
 const COMPACT_EVERY_MS = 10 * 60 * 1000;
-const CLAIM_ROUNDS = 5;
+/** Compare-and-set attempts of one sorted update before it reports "nothing to claim". */
+const CLAIM_ATTEMPTS = 32;
+/** Candidates fetched at a time by a sorted update. */
 const CLAIM_BATCH = 8;
 
-type Stored<T> = T & { _id: string };
+type Stored = Doc & { _id: string } & Record<string, unknown>;
+type Query = Record<string, unknown>;
 
-function strip<T extends Doc>(doc: Stored<T> | null | undefined): T | null {
+function strip<T extends Doc>(doc: Stored | null | undefined): T | null {
   if (!doc) return null;
-  const { _id: _ignored, ...rest } = doc;
+  const { _id: _internal, ...rest } = doc;
   return rest as unknown as T;
 }
 
-/** nedb indexes `_id` only by default, and `_id` is our `id`: query it there so lookups use the index. */
-function q(scope: Scope, filter: Filter): Record<string, unknown> {
-  const query = scoped(scope, filter);
-  if ("id" in query) {
-    query._id = query.id;
-    delete query.id;
+/** nedb indexes `_id` always, and stores our `id` there too: filter on it so lookups use the index. */
+function query(scope: Scope, filter: Filter): Query {
+  const q = scoped(scope, filter);
+  if ("id" in q) {
+    q._id = q.id;
+    delete q.id;
   }
-  return query;
+  return q;
 }
 
-function duplicate(name: string, err: unknown): never {
-  const e = err as { errorType?: string; key?: unknown };
-  if (e?.errorType === "uniqueViolated") throw new DuplicateKeyError(name, e.key === undefined ? [] : [String(e.key)]);
-  throw err;
-}
+const closedError = () => new ApiError("service_unavailable", "The store is closed", { retry_after: 1 });
 
 class NedbCollection<T extends Doc> implements Collection<T> {
-  private readonly ready: Promise<void>;
+  private ready: Promise<void>;
+  private readonly unique: string[][] = [["id"]];
+  private readonly declared = new Set<string>();
+  private closed = false;
 
   constructor(
     readonly name: string,
-    private readonly ds: Datastore<Stored<T>>,
+    private readonly ds: Datastore<Stored>,
     indexes: IndexSpec[],
   ) {
-    this.ready = (async () => {
-      await ds.loadDatabaseAsync();
-      for (const index of indexes) await this.ensure(index);
-      ds.setAutocompactionInterval(COMPACT_EVERY_MS);
-    })();
-    // An unobserved failure would surface on the first operation anyway.
+    this.ready = ds.autoloadPromise ?? Promise.resolve();
+    this.declare(indexes);
+  }
+
+  /** Adds indexes a (later) user of the collection declares; nedb also persists them in the file. */
+  declare(indexes: IndexSpec[]): void {
+    for (const index of indexes) {
+      const fields = Object.keys(index.fields);
+      const key = JSON.stringify([fields, index.unique ?? false, index.sparse ?? false]);
+      if (this.declared.has(key)) continue;
+      this.declared.add(key);
+      if (index.unique) this.unique.push(fields);
+      this.ready = this.ready.then(() =>
+        this.ds.ensureIndexAsync({ fieldName: fields.length === 1 ? fields[0] : fields, unique: index.unique ?? false, sparse: index.sparse ?? false }),
+      );
+    }
+    // A failed load or index (duplicates already in the file) surfaces on every operation; until
+    // one runs, it must not count as an unhandled rejection, which would end the process.
     this.ready.catch(() => undefined);
   }
 
-  async ensure(index: IndexSpec): Promise<void> {
-    const fields = Object.keys(index.fields);
-    await this.ds.ensureIndexAsync({
-      fieldName: fields.length === 1 ? fields[0] : fields,
-      unique: index.unique ?? false,
-      sparse: index.sparse ?? false,
-    });
+  private async open(): Promise<void> {
+    if (this.closed) throw closedError();
+    await this.ready;
+  }
+
+  /** nedb reports the duplicated value, not the index: find which unique fields hold it. */
+  private duplicate(err: unknown, doc?: Record<string, unknown>): never {
+    const e = err as { errorType?: string; key?: unknown };
+    if (e?.errorType !== "uniqueViolated") throw err;
+    const key = e.key;
+    let fields: string[] = [];
+    if (key !== null && typeof key === "object") fields = Object.keys(key);
+    else if (doc) fields = this.unique.find((f) => f.length === 1 && dotValue(doc, f[0]) === key) ?? [];
+    throw new DuplicateKeyError(this.name, fields);
   }
 
   async insert(doc: T): Promise<T> {
-    await this.ready;
+    await this.open();
     try {
-      await this.ds.insertAsync({ ...doc, _id: doc.id } as Stored<T>);
+      await this.ds.insertAsync({ ...doc, _id: doc.id } as Stored);
     } catch (err) {
-      duplicate(this.name, err);
+      this.duplicate(err, doc as unknown as Record<string, unknown>);
     }
     return doc;
   }
 
   async get(scope: Scope, id: string): Promise<T | null> {
-    await this.ready;
-    return strip(await this.ds.findOneAsync(q(scope, { id }) as never));
+    await this.open();
+    return strip<T>((await this.ds.findOneAsync(query(scope, { id }))) as unknown as Stored | null);
   }
 
   async findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    const [first] = await this.find(scope, filter, { ...options, limit: 1 });
+    const [first] = await this.find(scope, filter, { sort: options.sort, limit: 1 });
     return first ?? null;
   }
 
   async find(scope: Scope, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    await this.ready;
-    let cursor = this.ds.findAsync(q(scope, filter) as never);
+    await this.open();
+    let cursor = this.ds.findAsync(query(scope, filter));
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
-    const docs = (await cursor) as Stored<T>[];
-    return docs.map((d) => strip(d) as T);
+    const docs = (await cursor) as unknown as Stored[];
+    return docs.map((d) => strip<T>(d) as T);
   }
 
   async count(scope: Scope, filter: Filter): Promise<number> {
-    await this.ready;
-    return this.ds.countAsync(q(scope, filter) as never);
+    await this.open();
+    return (await this.ds.countAsync(query(scope, filter))) as unknown as number;
   }
 
   async page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>> {
@@ -100,115 +122,192 @@ class NedbCollection<T extends Doc> implements Collection<T> {
   }
 
   async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    await this.ready;
+    await this.open();
     checkUpdate(update);
-    const query = q(scope, filter);
-    if (!options.sort) return this.updateOne(query, update);
-    // nedb updates take no sort: pick candidates in order, then compare-and-set each one; the
-    // filter is evaluated again inside nedb's serialized update, so a taken candidate misses.
-    for (let round = 0; round < CLAIM_ROUNDS; round += 1) {
-      const candidates = (await this.ds.findAsync(query as never, { _id: 1 } as never).sort(options.sort).limit(CLAIM_BATCH)) as Stored<T>[];
+    const q = query(scope, filter);
+    // nedb evaluates an update's query inside its serialized executor: that alone is the CAS.
+    if (!options.sort) return this.updateOne(q, update);
+    // nedb's update takes no sort: take candidates in order, then set each one only if it still
+    // matches; a candidate another writer took first misses, and the next one is tried.
+    let attempts = 0;
+    while (attempts < CLAIM_ATTEMPTS) {
+      const candidates = (await this.ds.findAsync(q, { _id: 1 }).sort(options.sort).limit(CLAIM_BATCH)) as unknown as Stored[];
       if (candidates.length === 0) return null;
       for (const candidate of candidates) {
-        const won = await this.updateOne({ ...query, _id: candidate._id }, update);
+        attempts += 1;
+        const won = await this.updateOne({ ...q, _id: candidate._id }, update);
         if (won) return won;
       }
     }
     return null;
   }
 
-  private async updateOne(query: Record<string, unknown>, update: Update): Promise<T | null> {
+  private async updateOne(q: Query, update: Update): Promise<T | null> {
     try {
-      const res = await this.ds.updateAsync(query as never, update as never, { multi: false, returnUpdatedDocs: true });
-      return res.numAffected === 1 ? strip(res.affectedDocuments as Stored<T>) : null;
+      const res = await this.ds.updateAsync(q, update, { multi: false, returnUpdatedDocs: true });
+      return res.numAffected === 1 ? strip<T>(res.affectedDocuments as unknown as Stored) : null;
     } catch (err) {
-      return duplicate(this.name, err);
+      return this.duplicate(err);
     }
   }
 
   async updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
-    await this.ready;
+    await this.open();
     checkUpdate(update);
     try {
-      const res = await this.ds.updateAsync(q(scope, filter) as never, update as never, { multi: true });
-      return res.numAffected;
+      return (await this.ds.updateAsync(query(scope, filter), update, { multi: true })).numAffected;
     } catch (err) {
-      return duplicate(this.name, err);
+      return this.duplicate(err);
     }
   }
 
   async delete(scope: Scope, filter: Filter): Promise<T | null> {
-    await this.ready;
-    const query = q(scope, filter);
-    // Find then remove by _id and the same filter, so a concurrent change between the two is seen.
-    for (let round = 0; round < CLAIM_ROUNDS; round += 1) {
-      const found = (await this.ds.findOneAsync(query as never)) as Stored<T> | null;
+    await this.open();
+    const q = query(scope, filter);
+    // Find, then remove by id only if it still matches, so the document returned is the one removed.
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
+      const found = (await this.ds.findOneAsync(q)) as unknown as Stored | null;
       if (!found) return null;
-      const removed = await this.ds.removeAsync({ ...query, _id: found._id } as never, { multi: false });
-      if (removed === 1) return strip(found);
+      if ((await this.ds.removeAsync({ ...q, _id: found._id }, { multi: false })) === 1) return strip<T>(found);
     }
     return null;
   }
 
   async deleteMany(scope: Scope, filter: Filter): Promise<number> {
+    await this.open();
+    return this.ds.removeAsync(query(scope, filter), { multi: true });
+  }
+
+  async compact(): Promise<void> {
     await this.ready;
-    return this.ds.removeAsync(q(scope, filter) as never, { multi: true });
+    await this.ds.compactDatafileAsync();
   }
 
   async close(): Promise<void> {
-    await this.ready.catch(() => undefined);
-    this.ds.stopAutocompaction();
-    await this.ds.compactDatafileAsync();
+    if (this.closed) return;
+    this.closed = true;
+    // A collection that never loaded has nothing to write back.
+    if (await this.ready.then(() => true, () => false)) await this.ds.compactDatafileAsync();
   }
 }
 
-function processAlive(pid: number): boolean {
+function dotValue(doc: Record<string, unknown>, path: string): unknown {
+  return path.split(".").reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), doc);
+}
+
+/** Data directories this process holds, so a second NedbStore here cannot open the same files. */
+const heldDirs = new Set<string>();
+
+function alive(pid: number): boolean {
+  // 0 and negative pids would signal process groups, not a process.
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
+    // EPERM: it exists, under another user.
     return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
-/** The embedded store: one nedb file per collection under `dir`, owned by one process at a time. */
-export class NedbStore implements Store {
-  private readonly collections = new Map<string, NedbCollection<any>>();
-  private readonly lockFile: string;
-
-  constructor(readonly dir: string) {
-    mkdirSync(dir, { recursive: true });
-    this.lockFile = join(dir, "store.lock");
-    if (existsSync(this.lockFile)) {
-      const owner = Number(readFileSync(this.lockFile, "utf8").trim());
-      if (Number.isInteger(owner) && owner !== process.pid && processAlive(owner)) {
-        throw new Error(`DATA_DIR ${dir} is in use by process ${owner}; stop it or point DATA_DIR elsewhere`);
+/**
+ * Takes `dir/store.lock` for this process. The pid is written to a private file that is then
+ * hard-linked into place, so the lock appears atomically and always complete. A lock whose process
+ * is gone (or that holds our own pid, left by an earlier container run as pid 1) is taken over.
+ */
+function takeLock(dir: string): string {
+  const file = join(dir, "store.lock");
+  if (heldDirs.has(dir)) throw new Error(`DATA_DIR ${dir} is already open in this process`);
+  const mine = `${file}.${process.pid}`;
+  writeFileSync(mine, `${process.pid}\n`);
+  try {
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      try {
+        linkSync(mine, file);
+        heldDirs.add(dir);
+        return file;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       }
+      const owner = lockOwner(file);
+      // Released between our two steps: try to take it again.
+      if (owner === undefined) continue;
+      if (owner !== process.pid && alive(owner)) {
+        throw new Error(`DATA_DIR ${dir} is in use by process ${owner} (lock file ${file}); stop it or use another DATA_DIR`);
+      }
+      rmSync(file, { force: true });
     }
-    writeFileSync(this.lockFile, String(process.pid));
+    throw new Error(`DATA_DIR ${dir}: could not take the lock file ${file}`);
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
+/** The pid in a lock file; NaN for an unreadable one (taken over), undefined when there is none. */
+function lockOwner(file: string): number | undefined {
+  try {
+    return Number.parseInt(readFileSync(file, "utf8"), 10);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+function releaseLock(dir: string, file: string): void {
+  heldDirs.delete(dir);
+  if (lockOwner(file) === process.pid) rmSync(file, { force: true });
+}
+
+/**
+ * The embedded store: one nedb file per collection under `dir`, owned by one process at a time
+ * (`dir/store.lock`). Other processes reach it through the owner (broker or socket).
+ */
+export class NedbStore implements Store {
+  readonly dir: string;
+  private readonly lockFile: string;
+  private readonly collections = new Map<string, NedbCollection<any>>();
+  private readonly compaction: NodeJS.Timeout;
+  private closing: Promise<void> | undefined;
+
+  constructor(dir: string) {
+    this.dir = resolve(dir);
+    mkdirSync(this.dir, { recursive: true });
+    this.lockFile = takeLock(this.dir);
+    this.compaction = setInterval(() => void this.compact(), COMPACT_EVERY_MS).unref();
   }
 
   collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
+    if (this.closing) throw closedError();
     let col = this.collections.get(name) as NedbCollection<T> | undefined;
     if (!col) {
-      if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`invalid collection name '${name}'`);
-      const ds = new Datastore<Stored<T>>({ filename: join(this.dir, `${name}.db`) });
+      if (!COLLECTION_NAME.test(name)) throw new ApiError("internal_error", `storage: invalid collection name '${name}'`);
+      // onload: a failed load surfaces on the collection's first operation instead of crashing the process.
+      const ds = new Datastore<Stored>({ filename: join(this.dir, `${name}.db`), autoload: true, onload: () => undefined });
       col = new NedbCollection<T>(name, ds, indexes);
       this.collections.set(name, col);
     } else {
-      // A second user of the collection may declare more indexes; ensureIndex is idempotent.
-      for (const index of indexes) void col.ensure(index).catch(() => undefined);
+      col.declare(indexes);
     }
     return col;
   }
 
-  async close(): Promise<void> {
-    await Promise.all([...this.collections.values()].map((c) => c.close()));
-    this.collections.clear();
-    try {
-      if (readFileSync(this.lockFile, "utf8").trim() === String(process.pid)) rmSync(this.lockFile);
-    } catch {
-      // already gone
+  private async compact(): Promise<void> {
+    for (const col of this.collections.values()) {
+      // The file keeps growing until the next try, which is all a failure here costs.
+      await col.compact().catch((err: Error) => process.emitWarning(`storage: compacting ${col.name} failed: ${err.message}`));
     }
+  }
+
+  /** Writes every collection back compactly and releases the lock. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.compaction);
+      try {
+        await Promise.all([...this.collections.values()].map((c) => c.close()));
+      } finally {
+        releaseLock(this.dir, this.lockFile);
+      }
+    })();
+    return this.closing;
   }
 }

@@ -1,7 +1,10 @@
-import type { StoreMessage } from "./apply";
+import type { ServiceBroker } from "moleculer";
+import { ApiError } from "../errors";
+import type { StoreMessage, StoreOp } from "./apply";
 import type { Collection, Doc, Filter, FindOptions, IndexSpec, Page, Scope, Store, Update } from "./types";
 
-export type Send = (msg: StoreMessage) => Promise<unknown>;
+/** Carries one message to the store's owner and resolves with its answer. */
+export type Send = (message: StoreMessage) => Promise<unknown>;
 
 class RemoteCollection<T extends Doc> implements Collection<T> {
   private indexesSent = false;
@@ -12,10 +15,11 @@ class RemoteCollection<T extends Doc> implements Collection<T> {
     private readonly send: Send,
   ) {}
 
-  private async call<R>(op: StoreMessage["op"], ...a: unknown[]): Promise<R> {
-    const msg: StoreMessage = { c: this.name, op, a };
-    if (!this.indexesSent && this.indexes.length > 0) msg.i = this.indexes;
-    const result = (await this.send(msg)) as R;
+  private async call<R>(op: StoreOp, ...args: unknown[]): Promise<R> {
+    const message: StoreMessage = { collection: this.name, op, args };
+    // The owner persists index definitions, so each client declares them once, until one call succeeds.
+    if (!this.indexesSent && this.indexes.length > 0) message.indexes = this.indexes;
+    const result = (await this.send(message)) as R;
     this.indexesSent = true;
     return result;
   }
@@ -53,8 +57,8 @@ class RemoteCollection<T extends Doc> implements Collection<T> {
 }
 
 /**
- * A store whose every operation runs on the node owning the embedded files; `send` carries the
- * message there (the broker in a cluster, a unix socket for the CLI). Atomicity is the owner's.
+ * A store whose every operation runs in the process owning the embedded files; `send` carries the
+ * message there. Atomicity (compare-and-set) is the owner's: it alone applies operations.
  */
 export class RemoteStore implements Store {
   private readonly collections = new Map<string, RemoteCollection<any>>();
@@ -65,15 +69,35 @@ export class RemoteStore implements Store {
   ) {}
 
   collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
-    let col = this.collections.get(name);
+    let col = this.collections.get(name) as RemoteCollection<T> | undefined;
     if (!col) {
       col = new RemoteCollection<T>(name, indexes, this.send);
       this.collections.set(name, col);
     }
-    return col as Collection<T>;
+    return col;
   }
 
   close(): Promise<void> {
     return this.onClose();
   }
+}
+
+/**
+ * Sends through the broker to the `store` service, once it is known to the cluster. A store node
+ * missing for `waitMs` answers 503, and the next operation waits for it again.
+ */
+export function sendOverBroker(broker: ServiceBroker, waitMs: number): Send {
+  let ready: Promise<void> | undefined;
+  return async (message) => {
+    ready ??= broker.waitForServices("store", waitMs).then(
+      () => undefined,
+      () => {
+        ready = undefined;
+        throw new ApiError("service_unavailable", "The store node is unavailable", { retry_after: 1 });
+      },
+    );
+    await ready;
+    // Never retried: an insert or an $inc whose answer was lost may have been applied already.
+    return broker.call("store.op", message, { retries: 0 });
+  };
 }

@@ -1,100 +1,164 @@
 import { existsSync, rmSync } from "node:fs";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
+import { ApiError } from "../errors";
 import { applyMessage, type StoreMessage } from "./apply";
 import { RemoteStore } from "./remote";
 import type { Store } from "./types";
 
-/** Unix socket paths are limited to about 107 bytes. */
-const MAX_SOCKET_PATH = 100;
+/**
+ * The embedded store's owner also listens on `DATA_DIR/store.sock`, so the bootstrap CLI can work
+ * while the server runs (contract section 2). The protocol is newline-delimited JSON: a request
+ * `{id, message}` (a `StoreMessage`), its answer `{id, result}` or `{id, error}`; ids let a client
+ * have many requests in flight on one connection.
+ */
+
+// sockaddr_un holds 108 bytes including the terminating NUL.
+const MAX_SOCKET_PATH_BYTES = 107;
 
 export const socketPath = (dataDir: string): string => join(dataDir, "store.sock");
+
+interface Request {
+  id: number;
+  message: StoreMessage;
+}
+
+interface WireError {
+  name?: string;
+  message?: string;
+  code?: unknown;
+  type?: unknown;
+  data?: unknown;
+  retryable?: unknown;
+}
 
 interface Reply {
   id: number;
   result?: unknown;
-  error?: { name: string; message: string; type?: unknown; code?: unknown; data?: unknown };
+  error?: WireError;
 }
 
-/** Reads newline-delimited JSON from a socket. */
-function lines(socket: Socket, onLine: (line: string) => void): void {
+function usable(path: string): boolean {
+  return Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES;
+}
+
+function onLines(socket: Socket, handle: (line: string) => void): void {
   let buffered = "";
   socket.setEncoding("utf8");
   socket.on("data", (chunk: string) => {
     buffered += chunk;
-    let nl: number;
-    while ((nl = buffered.indexOf("\n")) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (line) onLine(line);
+    let end: number;
+    while ((end = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 1);
+      if (line) handle(line);
     }
   });
 }
 
-/**
- * Serves the owner's store on `DATA_DIR/store.sock`, so the bootstrap CLI can work while the server
- * runs. Returns undefined when the path is too long for a unix socket.
- */
-export async function serveSocket(store: Store, dataDir: string): Promise<Server | undefined> {
+export interface SocketServer {
+  readonly path: string;
+  /** Stops listening, drops connected clients and removes the socket file. */
+  close(): Promise<void>;
+}
+
+/** Serves `store` on `DATA_DIR/store.sock`; undefined when that path is too long for a unix socket. */
+export async function serveSocket(store: Store, dataDir: string): Promise<SocketServer | undefined> {
   const path = socketPath(dataDir);
-  if (path.length > MAX_SOCKET_PATH) return undefined;
-  if (existsSync(path)) rmSync(path);
+  if (!usable(path)) return undefined;
+  // Only the lock holder gets here, so a socket file left behind is a dead owner's.
+  rmSync(path, { force: true });
+  const clients = new Set<Socket>();
   const server = createServer((socket) => {
+    clients.add(socket);
+    socket.on("close", () => clients.delete(socket));
     socket.on("error", () => socket.destroy());
-    lines(socket, (line) => {
-      let id = -1;
-      void (async () => {
-        const reply: Reply = { id };
-        try {
-          const req = JSON.parse(line) as { id: number; msg: StoreMessage };
-          reply.id = id = req.id;
-          reply.result = (await applyMessage(store, req.msg)) ?? null;
-        } catch (err) {
-          const e = err as Error & { type?: unknown; code?: unknown; data?: unknown };
-          reply.error = { name: e.name, message: e.message, type: e.type, code: e.code, data: e.data };
-        }
+    onLines(socket, (line) => {
+      let request: Request;
+      try {
+        request = JSON.parse(line) as Request;
+      } catch {
+        // Not this protocol: nothing can be answered without an id.
+        socket.destroy();
+        return;
+      }
+      void applyMessage(store, request.message).then(
+        (result) => ({ id: request.id, result }),
+        (err: WireError) => ({
+          id: request.id,
+          error: { name: err.name, message: err.message, code: err.code, type: err.type, data: err.data, retryable: err.retryable },
+        }),
+      ).then((reply: Reply) => {
         if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
-      })();
+      });
     });
   });
   await new Promise<void>((ok, fail) => {
     server.once("error", fail);
-    server.listen(path, () => ok());
+    server.listen(path, () => {
+      server.off("error", fail);
+      ok();
+    });
   });
-  return server;
+  return {
+    path,
+    close: () =>
+      new Promise<void>((done) => {
+        for (const client of clients) client.destroy();
+        // Node removes the socket file when a unix-socket server closes.
+        server.close(() => done());
+      }),
+  };
 }
 
-/** A store reached through a running owner's socket, or undefined when no owner answers. */
-export async function connectSocket(dataDir: string): Promise<Store | undefined> {
+/** Errors arrive as plain fields; callers match on `type`/`code`, as after a broker hop. */
+function restore(wire: WireError): Error {
+  return Object.assign(new Error(wire.message ?? "storage error"), wire);
+}
+
+/** A store reached through a running owner's socket, or undefined when no owner answers there. */
+export async function connectSocket(dataDir: string): Promise<RemoteStore | undefined> {
   const path = socketPath(dataDir);
-  if (!existsSync(path)) return undefined;
+  if (!usable(path) || !existsSync(path)) return undefined;
   const socket = await new Promise<Socket | undefined>((ok) => {
     const s = connect(path);
     s.once("connect", () => ok(s));
+    // A file left by an owner that died: nobody listens.
     s.once("error", () => ok(undefined));
   });
   if (!socket) return undefined;
+
   let next = 0;
-  const waiting = new Map<number, { ok: (v: unknown) => void; fail: (e: unknown) => void }>();
-  lines(socket, (line) => {
-    const reply = JSON.parse(line) as Reply;
-    const w = waiting.get(reply.id);
-    if (!w) return;
-    waiting.delete(reply.id);
-    if (reply.error) w.fail(Object.assign(new Error(reply.error.message), reply.error));
-    else w.ok(reply.result);
-  });
+  let gone: Error | undefined;
+  const pending = new Map<number, { ok: (value: unknown) => void; fail: (err: unknown) => void }>();
+  socket.on("error", () => undefined);
   socket.on("close", () => {
-    for (const w of waiting.values()) w.fail(new Error("the store socket closed"));
-    waiting.clear();
+    gone = new ApiError("service_unavailable", "The store's owner closed its socket", { retry_after: 1 });
+    for (const waiter of pending.values()) waiter.fail(gone);
+    pending.clear();
   });
+  onLines(socket, (line) => {
+    const reply = JSON.parse(line) as Reply;
+    const waiter = pending.get(reply.id);
+    if (!waiter) return;
+    pending.delete(reply.id);
+    if (reply.error) waiter.fail(restore(reply.error));
+    else waiter.ok(reply.result);
+  });
+
   return new RemoteStore(
-    (msg) =>
+    (message) =>
       new Promise((ok, fail) => {
+        if (gone) return fail(gone);
         const id = (next += 1);
-        waiting.set(id, { ok, fail });
-        socket.write(`${JSON.stringify({ id, msg })}\n`);
+        pending.set(id, { ok, fail });
+        socket.write(`${JSON.stringify({ id, message } satisfies Request)}\n`);
       }),
-    async () => void socket.end(),
+    () =>
+      new Promise<void>((done) => {
+        if (socket.destroyed) return done();
+        socket.once("close", () => done());
+        socket.end();
+      }),
   );
 }

@@ -103,8 +103,14 @@ export interface Collection<T extends Doc> {
   deleteMany(scope: Scope, filter: Filter): Promise<number>;
 }
 
+/** Collection names: lower-case words, safe both as file names under DATA_DIR and in MongoDB. */
+export const COLLECTION_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
 export interface Store {
-  /** The collection `name`; its indexes are created once (idempotently) before its first operation. */
+  /**
+   * The collection `name` (matching `COLLECTION_NAME`); its indexes are created once (idempotently)
+   * before its first operation.
+   */
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
   close(): Promise<void>;
 }

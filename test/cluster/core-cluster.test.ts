@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { api, expectError } from "../helpers/platform";
-import { freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type Nats, type NodeProc } from "../helpers/cluster";
+import { freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 
 /**
  * Four processes over a real nats-server: the store with keys and auth, orgs on its own, and two
@@ -9,7 +9,7 @@ import { freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGatewa
  */
 jest.setTimeout(90_000);
 
-let nats: Nats;
+let nats: NatsServer;
 let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
 let g1: string;

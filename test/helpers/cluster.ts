@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { waitFor } from "../../tools/procs";
 import { api } from "./platform";
 
-export { freePort, runCli, startNats, startNode, waitFor, type Nats, type Proc as NodeProc } from "../../tools/procs";
+export { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc as NodeProc } from "../../tools/procs";
 
 /** Until the gateway answers and reaches the services a key lookup needs. */
 export async function waitForGateway(baseUrl: string, key: string): Promise<void> {

@@ -14,7 +14,7 @@ interface Item extends Doc {
 
 export interface StoreUnderTest {
   store: Store;
-  /** Closes and opens the same store again (persistence); absent where it means nothing. */
+  /** Closes the store and opens it again on the same data; given where persistence is promised. */
   reopen?: () => Promise<Store>;
   stop(): Promise<void>;
 }
@@ -24,17 +24,19 @@ const A_TEST = { org_id: "org_a", environment: "test" } as const;
 const B = { org_id: "org_b", environment: "live" } as const;
 
 let counter = 0;
-const uid = (p = "it") => `${p}_${Date.now().toString(36)}${(counter += 1).toString(36).padStart(6, "0")}`;
+const next = () => (counter += 1);
+const uid = (prefix = "it") => `${prefix}_${Date.now().toString(36)}${next().toString(36).padStart(6, "0")}`;
 
 /**
- * The storage contract: every adapter passes the same suite. `make` opens a fresh, empty store.
+ * The storage contract, written once and run against every adapter and transport. `make` opens a
+ * fresh store; each test works in collections of its own.
  */
 export function describeStoreContract(name: string, make: () => Promise<StoreUnderTest>, opts: { persistent?: boolean } = {}): void {
   describe(`storage contract: ${name}`, () => {
     let sut: StoreUnderTest;
     let items: Collection<Item>;
-    const fresh = (c: string) =>
-      sut.store.collection<Item>(c, [
+    const open = (collection: string) =>
+      sut.store.collection<Item>(collection, [
         { fields: { slot: 1 }, unique: true, sparse: true },
         { fields: { org_id: 1, environment: 1, seq: 1 } },
       ]);
@@ -43,36 +45,46 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       sut = await make();
     });
     afterAll(async () => {
-      await sut.stop();
+      await sut?.stop();
     });
     beforeEach(() => {
-      items = fresh(`items_${(counter += 1)}`);
+      items = open(`items_${next()}`);
     });
 
-    const put = (over: Partial<Item> & { org_id?: string } = {}) =>
-      items.insert({ id: uid(), org_id: A.org_id, environment: A.environment, name: "x", ...over } as Item);
+    const put = (over: Partial<Item> = {}) => items.insert({ id: uid(), ...A, name: "x", ...over });
+    const seqs = (docs: (Item | null)[]) => docs.map((d) => d?.seq);
 
     it("inserts and gets a document back as it was, without internal keys", async () => {
       const doc = await put({ name: "first", nested: { a: 1 }, tags: ["a", "b"] });
       const got = await items.get(A, doc.id);
       expect(got).toEqual(doc);
       expect(got).not.toHaveProperty("_id");
+      expect(await items.get(A, "it_missing")).toBeNull();
     });
 
-    it("refuses a duplicate id and duplicates on unique indexes, compound and sparse", async () => {
+    it("refuses a duplicate id and duplicates on unique indexes, compound and sparse, with a typed error", async () => {
       const doc = await put();
-      await expect(items.insert({ ...doc })).rejects.toMatchObject({ type: "resource_exists" });
-      const people = sut.store.collection<Item>(`people_${(counter += 1)}`, [{ fields: { org_id: 1, email: 1 }, unique: true }]);
+      await expect(items.insert({ ...doc, name: "again" })).rejects.toMatchObject({ type: "resource_exists", code: 409 });
+
+      const people = sut.store.collection<Item>(`people_${next()}`, [{ fields: { org_id: 1, email: 1 }, unique: true }]);
       const person = (org_id: string, email: string) => people.insert({ id: uid(), org_id, environment: "live", name: "p", email });
       await person("org_a", "a@x.io");
-      await expect(person("org_a", "a@x.io")).rejects.toMatchObject({ type: "resource_exists", code: 409 });
+      await expect(person("org_a", "a@x.io")).rejects.toMatchObject({
+        type: "resource_exists",
+        code: 409,
+        data: { fields: expect.arrayContaining(["email"]) },
+      });
       await expect(person("org_b", "a@x.io")).resolves.toBeTruthy();
       expect(await people.count(ALL_TENANTS, {})).toBe(2);
-      // sparse: many documents without the field
+
+      // Sparse: any number of documents without the field, but one per value.
       await put();
       await put();
       await put({ slot: "s1" });
-      await expect(put({ slot: "s1" })).rejects.toMatchObject({ type: "resource_exists" });
+      await expect(put({ slot: "s1" })).rejects.toMatchObject({ type: "resource_exists", data: { fields: ["slot"] } });
+      // An update into a taken unique value is refused as well.
+      const other = await put({ slot: "s2" });
+      await expect(items.update(A, { id: other.id }, { $set: { slot: "s1" } })).rejects.toMatchObject({ type: "resource_exists" });
     });
 
     it("keeps tenants apart: another organization or environment sees, updates and deletes nothing", async () => {
@@ -80,21 +92,31 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await items.get(B, doc.id)).toBeNull();
       expect(await items.get(A_TEST, doc.id)).toBeNull();
       expect(await items.find(B, {})).toEqual([]);
+      expect(await items.findOne(B, { id: doc.id })).toBeNull();
       expect(await items.count(A_TEST, {})).toBe(0);
       expect(await items.update(B, { id: doc.id }, { $set: { name: "stolen" } })).toBeNull();
       expect(await items.updateMany(A_TEST, {}, { $set: { name: "stolen" } })).toBe(0);
       expect(await items.delete(B, { id: doc.id })).toBeNull();
       expect(await items.deleteMany(B, {})).toBe(0);
+      // A filter naming another tenant does not widen the scope.
+      expect(await items.find(B, { org_id: "org_a" })).toEqual([]);
       expect((await items.get(A, doc.id))?.name).toBe("mine");
-      // An org-wide scope (no environment) sees both environments.
+
+      // An organization-wide scope (no environment) sees both environments; ALL_TENANTS sees all.
       await put({ environment: "test" });
+      await put({ org_id: "org_b" });
       expect(await items.count({ org_id: "org_a" }, {})).toBe(2);
+      expect(await items.count(ALL_TENANTS, {})).toBe(3);
       expect(await items.get(ALL_TENANTS, doc.id)).toEqual(doc);
+      expect(await items.update(ALL_TENANTS, { id: doc.id }, { $set: { name: "ops" } })).toMatchObject({ name: "ops" });
+      expect(await items.delete(ALL_TENANTS, { id: doc.id })).toMatchObject({ id: doc.id });
     });
 
     it("filters with equality, dotted paths and the supported operators", async () => {
-      for (let n = 1; n <= 5; n += 1) await put({ n, status: n % 2 ? "odd" : "even", nested: { a: n }, ...(n === 5 ? {} : { tags: ["t"] }) });
-      const ns = async (f: object) => (await items.find(A, f as never, { sort: { n: 1 } })).map((d) => d.n);
+      for (let n = 1; n <= 5; n += 1) {
+        await put({ n, status: n % 2 ? "odd" : "even", nested: { a: n }, ...(n === 5 ? {} : { tags: ["t"] }) });
+      }
+      const ns = async (filter: object) => (await items.find(A, filter as never, { sort: { n: 1 } })).map((d) => d.n);
       expect(await ns({ status: "odd" })).toEqual([1, 3, 5]);
       expect(await ns({ n: { $in: [2, 4, 9] } })).toEqual([2, 4]);
       expect(await ns({ n: { $nin: [1, 2] } })).toEqual([3, 4, 5]);
@@ -103,27 +125,33 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await ns({ n: { $gte: 4 } })).toEqual([4, 5]);
       expect(await ns({ n: { $lt: 2 } })).toEqual([1]);
       expect(await ns({ tags: { $exists: false } })).toEqual([5]);
+      expect(await ns({ tags: { $exists: true }, status: "odd" })).toEqual([1, 3]);
       expect(await ns({ "nested.a": 3 })).toEqual([3]);
+      expect(await ns({ "nested.a": { $gte: 4 } })).toEqual([4, 5]);
+      expect(await ns({ id: { $in: [] } })).toEqual([]);
     });
 
     it("sorts, skips, limits and pages with the total", async () => {
-      for (let seq = 1; seq <= 7; seq += 1) await put({ seq });
+      for (const seq of [4, 1, 7, 3, 6, 2, 5]) await put({ seq });
       const page = await items.page(A, {}, { sort: { seq: -1 }, skip: 2, limit: 3 });
       expect(page.total).toBe(7);
-      expect(page.items.map((d) => d.seq)).toEqual([5, 4, 3]);
-      expect((await items.findOne(A, {}, { sort: { seq: 1 } }))?.seq).toBe(1);
+      expect(seqs(page.items)).toEqual([5, 4, 3]);
+      expect(seqs((await items.page(A, { seq: { $gt: 5 } }, { sort: { seq: 1 }, limit: 10 })).items)).toEqual([6, 7]);
+      expect(await items.page(A, {}, { skip: 10, limit: 5 })).toEqual({ items: [], total: 7 });
+      expect(seqs(await items.find(A, {}, { sort: { seq: 1 }, limit: 2 }))).toEqual([1, 2]);
+      expect((await items.findOne(A, {}, { sort: { seq: -1 } }))?.seq).toBe(7);
       expect(await items.findOne(A, { seq: 99 })).toBeNull();
     });
 
-    it("updates with $set, $inc, $push and $unset and returns the updated document or null", async () => {
+    it("updates with $set, $inc, $push and $unset and returns the updated document, or null", async () => {
       const doc = await put({ n: 1, tags: ["a"], status: "x" });
-      const updated = await items.update(A, { id: doc.id }, { $set: { name: "y" }, $inc: { n: 2 }, $push: { tags: "b" }, $unset: { status: true } });
-      expect(updated).toMatchObject({ id: doc.id, name: "y", n: 3, tags: ["a", "b"] });
-      expect(updated).not.toHaveProperty("status");
-      expect(updated).not.toHaveProperty("_id");
+      const updated = await items.update(A, { id: doc.id }, { $set: { name: "y", "nested.a": 9 }, $inc: { n: 2 }, $push: { tags: "b" }, $unset: { status: true } });
+      expect(updated).toEqual({ id: doc.id, ...A, name: "y", nested: { a: 9 }, n: 3, tags: ["a", "b"] });
       expect(await items.get(A, doc.id)).toEqual(updated);
       expect(await items.update(A, { id: doc.id, name: "not-y" }, { $set: { name: "z" } })).toBeNull();
+      expect(await items.update(A, { id: "it_missing" }, { $set: { name: "z" } })).toBeNull();
       await expect(items.update(A, { id: doc.id }, { $set: { org_id: "org_b" } })).rejects.toBeTruthy();
+      expect(await items.get(A, doc.id)).toEqual(updated);
     });
 
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
@@ -131,46 +159,54 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) => items.update(A, { id: doc.id, status: "queued" }, { $set: { status: "running", name: `w${i}` } })),
       );
-      const winners = results.filter(Boolean);
+      const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
-      expect((await items.get(A, doc.id))?.name).toBe(winners[0]?.name);
+      expect(await items.get(A, doc.id)).toEqual(winners[0]);
     });
 
-    it("hands 20 jobs to 40 concurrent claimers once each, in sort order", async () => {
-      for (let seq = 1; seq <= 20; seq += 1) await put({ seq, status: "due" });
-      const claims = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => items.update(ALL_TENANTS, { status: "due" }, { $set: { status: "claimed", name: `c${i}` } }, { sort: { seq: 1 } })),
-      );
+    it("hands 20 jobs to 40 concurrent claimers once each, taking them in sort order", async () => {
+      const jobs = Array.from({ length: 20 }, (_, i) => i + 1);
+      const claim = (i: number) => items.update(ALL_TENANTS, { status: "due" }, { $set: { status: "claimed", name: `c${i}` } }, { sort: { seq: 1 } });
+      // Inserted out of order, so insertion order cannot pass for sort order.
+      for (const seq of [...jobs].reverse()) await put({ seq, status: "due" });
+      const claims = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(i)));
       const won = claims.filter((c): c is Item => c !== null);
-      expect(won).toHaveLength(20);
-      expect(new Set(won.map((c) => c.id)).size).toBe(20);
-      expect(won.map((c) => c.seq).sort((a, b) => a! - b!)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(won.map((c) => c.seq).sort((a, b) => a! - b!)).toEqual(jobs);
       expect(await items.count(A, { status: "due" })).toBe(0);
-      // Sequential claims come in sort order.
-      for (let seq = 1; seq <= 3; seq += 1) await put({ seq: 100 + seq, status: "next" });
-      const first = await items.update(A, { status: "next" }, { $set: { status: "taken" } }, { sort: { seq: 1 } });
-      expect(first?.seq).toBe(101);
+
+      // Fewer claimers than jobs: together they take exactly the first ones in sort order.
+      const second = open(`items_${next()}`);
+      for (const seq of [...jobs].reverse()) await second.insert({ id: uid(), ...A, name: "x", seq, status: "due" });
+      const first10 = await Promise.all(
+        Array.from({ length: 10 }, () => second.update(A, { status: "due" }, { $set: { status: "claimed" } }, { sort: { seq: 1 } })),
+      );
+      expect(seqs(first10).sort((a, b) => a! - b!)).toEqual(jobs.slice(0, 10));
+      expect((await second.update(A, { status: "due" }, { $set: { status: "claimed" } }, { sort: { seq: -1 } }))?.seq).toBe(20);
     });
 
     it("counts what updateMany, delete and deleteMany touched", async () => {
       for (let n = 1; n <= 4; n += 1) await put({ n });
       expect(await items.updateMany(A, { n: { $gte: 3 } }, { $set: { status: "big" } })).toBe(2);
+      expect(await items.updateMany(A, { n: 99 }, { $set: { status: "big" } })).toBe(0);
       const gone = await items.delete(A, { n: 1 });
-      expect(gone?.n).toBe(1);
+      expect(gone).toMatchObject({ n: 1 });
+      expect(gone).not.toHaveProperty("_id");
       expect(await items.delete(A, { n: 1 })).toBeNull();
       expect(await items.deleteMany(A, { status: "big" })).toBe(2);
       expect(await items.count(A, {})).toBe(1);
     });
 
     if (opts.persistent) {
-      it("keeps documents across a close and reopen", async () => {
-        const name = `persist_${(counter += 1)}`;
-        const col = fresh(name);
-        const doc = await col.insert({ id: uid(), ...A, name: "kept" });
+      it("keeps documents and unique indexes across a close and reopen", async () => {
+        const name = `persist_${next()}`;
+        const col = open(name);
+        const doc = await col.insert({ id: uid(), ...A, name: "kept", slot: "s1" });
         await col.update(A, { id: doc.id }, { $set: { status: "changed" } });
+        await col.delete(A, { id: (await col.insert({ id: uid(), ...A, name: "gone" })).id });
         sut.store = await sut.reopen!();
         const again = sut.store.collection<Item>(name);
-        expect(await again.get(A, doc.id)).toMatchObject({ name: "kept", status: "changed" });
+        expect(await again.find(A, {})).toEqual([{ ...doc, status: "changed" }]);
+        await expect(again.insert({ id: uid(), ...A, name: "dup", slot: "s1" })).rejects.toMatchObject({ type: "resource_exists" });
       });
     }
   });
