@@ -178,3 +178,27 @@ describe("expiry", () => {
     expect(view.body.data.status).toBe("expired");
   });
 });
+
+describe("domain events", () => {
+  it("publishes api_key.created and api_key.revoked with their data and never the secret", async () => {
+    const seen: { name: string; payload: any }[] = [];
+    p.broker.createService({
+      name: "probe",
+      events: {
+        "api_key.*"(ctx: { eventName: string | null; params: unknown }) {
+          seen.push({ name: String(ctx.eventName), payload: ctx.params });
+        },
+      },
+    });
+    await p.broker.waitForServices("probe");
+    const made = (await create(acme.live, { name: "evented", scopes: ["events:read"] })).body.data;
+    await api(p.baseUrl, "DELETE", `/api-keys/${made.id}`, { key: acme.live });
+    await new Promise((r) => setTimeout(r, 50));
+    const created = seen.find((e) => e.name === "api_key.created" && e.payload.data.key_id === made.id);
+    const revoked = seen.find((e) => e.name === "api_key.revoked" && e.payload.data.key_id === made.id);
+    expect(created?.payload).toEqual({ org_id: acme.org.id, environment: "live", data: { key_id: made.id, name: "evented", environment: "live" } });
+    expect(revoked?.payload).toMatchObject({ org_id: acme.org.id, environment: "live", data: { key_id: made.id, name: "evented" } });
+    expect(revoked?.payload.data.revoked_at).toMatch(/Z$/);
+    expect(JSON.stringify(seen)).not.toContain(made.key.slice(9));
+  });
+});
