@@ -16,7 +16,7 @@ import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
-import { matchRoute, PATH_PARAMS, type RouteDef } from "./routes";
+import { matchRoute, type RouteDef } from "./routes";
 
 const IDENTITY_TTL_MS = 30_000;
 const TOUCH_INTERVAL_MS = 5_000;
@@ -138,7 +138,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const query = q < 0 ? {} : (parseQuery(url.slice(q + 1)) as Record<string, unknown>);
       const body = await readJsonBody(req);
       // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
-      for (const name of PATH_PARAMS.get(route.action) ?? []) {
+      for (const name of Object.keys(match.params)) {
         if ((body && name in body) || name in query) {
           throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
         }

@@ -13,7 +13,6 @@ interface AnyError {
   message?: string;
   code?: unknown;
   type?: unknown;
-  status?: unknown;
   data?: any;
 }
 

@@ -30,14 +30,9 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write" },
 ];
 
-export const ROUTE_BY_ACTION = new Map(ROUTES.map((r) => [r.action, r]));
-
-/** The path parameters of each action's route (`/orgs/{id}/members/{member_id}` → id, member_id). */
-export const PATH_PARAMS = new Map(ROUTES.map((r) => [r.action, [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])]));
-
 const compiled = ROUTES.map((route) => ({
   route,
-  names: PATH_PARAMS.get(route.action) ?? [],
+  names: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]),
   pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, "([^/]+)")}/?$`),
 }));
 
@@ -68,9 +63,3 @@ export function matchRoute(method: string, path: string): RouteMatch {
   }
   return { route: undefined, allowed };
 }
-
-/** The methods a path answers to. */
-export const methodsFor = (path: string): HttpMethod[] => {
-  const m = matchRoute("", path);
-  return m.route ? [] : m.allowed;
-};

@@ -1,7 +1,12 @@
 import { toHttpError } from "../../services/gateway/http-errors";
 import { IdentityCache } from "../../services/gateway/identity-cache";
 import { RateLimiter } from "../../services/gateway/rate-limiter";
-import { matchRoute, methodsFor } from "../../services/gateway/routes";
+import { matchRoute } from "../../services/gateway/routes";
+
+const methodsFor = (path: string) => {
+  const m = matchRoute("", path);
+  return m.route ? [] : m.allowed;
+};
 import { ApiError } from "../../shared/errors";
 import type { Identity } from "../../shared/identity";
 
