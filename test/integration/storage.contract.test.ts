@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Datastore from "@seald-io/nedb";
 import { ServiceBroker } from "moleculer";
 import mongoose from "mongoose";
 import StoreService from "../../services/store/store.service";
@@ -207,5 +208,37 @@ describe("the store's wiring", () => {
     await broker.start();
     expect(existsSync(join(deep, "store.sock"))).toBe(false);
     await broker.stop();
+  });
+});
+
+describe("embedded store durability (group commit)", () => {
+  it("has every acknowledged write in its file before answering, without a close", async () => {
+    const dir = tempDir();
+    const store = new NedbStore(dir);
+    try {
+      const col = store.collection<Doc & { n: number }>("durable", [{ fields: { n: 1 }, unique: true }]);
+      const tenant = { org_id: "org_a" };
+      await Promise.all(Array.from({ length: 50 }, (_, i) => col.insert({ id: `d_${i}`, org_id: "org_a", n: i })));
+      await col.update(tenant, { id: "d_1" }, { $set: { n: 1001 } });
+      await col.updateMany(tenant, { n: { $lt: 5 } }, { $inc: { n: 100 } });
+      await col.delete(tenant, { id: "d_2" });
+      await col.deleteMany(tenant, { n: { $gte: 40, $lt: 45 } });
+      // What a crash right now would leave: the file as it is, read by a fresh nedb.
+      const copy = tempDir();
+      copyFileSync(join(dir, "durable.db"), join(copy, "durable.db"));
+      const reread = new Datastore({ filename: join(copy, "durable.db") });
+      await reread.loadDatabaseAsync();
+      const docs = (await reread.findAsync({})) as unknown as { _id: string; n: number }[];
+      const byId = new Map(docs.map((d) => [d._id, d.n]));
+      expect(docs).toHaveLength(50 - 1 - 5);
+      expect(byId.get("d_1")).toBe(1001);
+      expect(byId.get("d_0")).toBe(100);
+      expect(byId.has("d_2")).toBe(false);
+      expect(byId.has("d_42")).toBe(false);
+      rmSync(copy, { recursive: true, force: true });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
