@@ -1,10 +1,13 @@
 import type { ServiceSchema } from "moleculer";
 import type { ServiceName } from "../shared/config";
 import AuthService from "./auth/auth.service";
+import EventsService from "./events/events.service";
 import GatewayService from "./gateway/gateway.service";
 import KeysService from "./keys/keys.service";
 import OrgsService from "./orgs/orgs.service";
 import StoreService from "./store/store.service";
+import DispatcherService from "./webhook-dispatcher/dispatcher.service";
+import WebhooksService from "./webhooks/webhooks.service";
 
 /**
  * The schemas a node can run, by the names SERVICES uses. Services never import one another; only
@@ -16,4 +19,7 @@ export const SERVICE_SCHEMAS: Partial<Record<ServiceName, ServiceSchema<any, any
   auth: AuthService,
   keys: KeysService,
   orgs: OrgsService,
+  events: EventsService,
+  webhooks: WebhooksService,
+  "webhook-dispatcher": DispatcherService,
 };

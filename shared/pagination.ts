@@ -1,3 +1,5 @@
+import type { Collection, Doc, Filter, Scope } from "./storage/types";
+
 /** The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20). */
 export const DEFAULT_PER_PAGE = 20;
 export const MAX_PER_PAGE = 100;
@@ -21,3 +23,18 @@ export interface ListResult<T> {
 }
 
 export const skipOf = (p: PageParams): number => (p.page - 1) * p.per_page;
+
+/**
+ * One page of a list endpoint, newest first (ids are time-ordered), with each document turned
+ * into its public view.
+ */
+export async function newestFirst<T extends Doc, V>(
+  collection: Collection<T>,
+  scope: Scope,
+  filter: Filter,
+  params: PageParams,
+  view: (doc: T) => V,
+): Promise<ListResult<V>> {
+  const { items, total } = await collection.page(scope, filter, { sort: { id: -1 }, skip: skipOf(params), limit: params.per_page });
+  return { items: items.map(view), total, page: params.page, per_page: params.per_page };
+}

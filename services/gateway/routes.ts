@@ -28,6 +28,27 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", list: true },
   { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read" },
   { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write" },
+
+  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", status: 201 },
+  { method: "GET", path: "/events", action: "events.list", scope: "events:read", list: true },
+  // Before `/events/{id}`: routes match in this order.
+  { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", list: true },
+  { method: "GET", path: "/events/{id}", action: "events.get", scope: "events:read" },
+
+  { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201 },
+  { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
+  { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },
+  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write" },
+  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write" },
+  { method: "POST", path: "/webhooks/{id}/rotate-secret", action: "webhooks.rotateSecret", scope: "webhooks:write" },
+  { method: "GET", path: "/webhooks/{id}/deliveries", action: "webhooks.deliveries", scope: "webhooks:read", list: true },
+  { method: "GET", path: "/webhooks/{id}/deliveries/{delivery_id}", action: "webhooks.delivery", scope: "webhooks:read" },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+    action: "webhooks.redeliver",
+    scope: "webhooks:write",
+  },
 ];
 
 const compiled = ROUTES.map((route) => ({

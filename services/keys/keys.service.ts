@@ -1,8 +1,9 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { notFound } from "../../shared/errors";
+import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
-import { skipOf, type ListResult } from "../../shared/pagination";
+import { newestFirst, type ListResult } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
 import { checkExpiry, checkGrantable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
@@ -23,9 +24,10 @@ import {
 interface KeysVars {
   store: Store;
   keys: Collection<KeyDoc>;
+  events: Collection<EventDoc>;
 }
 interface KeysMethods {
-  insertKey(input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">, ctx: Context): Promise<KeyView & { key: string }>;
+  insertKey(input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">): Promise<KeyView & { key: string }>;
 }
 
 type Ctx<P> = Context<P, CallMeta>;
@@ -44,7 +46,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         const environment = ctx.params.environment ?? caller.environment;
         const scopes = checkGrantable(caller, ctx.params.scopes, environment);
         const expires_at = checkExpiry(ctx.params.expires_at);
-        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at }, ctx);
+        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at });
       },
     },
 
@@ -52,13 +54,8 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
     list: {
       params: listParams,
       async handler(ctx: Ctx<ListParams>): Promise<ListResult<KeyView>> {
-        const { items, total } = await this.keys.page(tenantOf(ctx), {}, {
-          sort: { id: -1 },
-          skip: skipOf(ctx.params),
-          limit: ctx.params.per_page,
-        });
         const now = Date.now();
-        return { items: items.map((doc) => viewOf(doc, now)), total, page: ctx.params.page, per_page: ctx.params.per_page };
+        return newestFirst(this.keys, tenantOf(ctx), {}, ctx.params, (doc) => viewOf(doc, now));
       },
     },
 
@@ -90,10 +87,12 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         if (!doc) throw notFound("api key", ctx.params.id);
         await ctx.call("auth.invalidate", { key_id: doc.id });
         if (revoked) {
-          ctx.emit("api_key.revoked", {
+          await recordEvent(this.events, this.broker, {
             org_id: doc.org_id,
             environment: doc.environment,
+            type: "api_key.revoked",
             data: { key_id: doc.id, name: doc.name, revoked_at: doc.revoked_at },
+            source: "keys",
           });
         }
         return viewOf(doc);
@@ -106,7 +105,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       params: issueParams,
       async handler(ctx: Context<IssueParams>) {
         const { org_id, environment, name, scopes } = ctx.params;
-        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null }, ctx);
+        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null });
       },
     },
 
@@ -139,7 +138,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
   },
 
   methods: {
-    async insertKey(input, ctx) {
+    async insertKey(input) {
       const secret = generateKey(input.environment);
       const doc: KeyDoc = {
         id: newId("key"),
@@ -153,10 +152,12 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         last_used_at: null,
       };
       await this.keys.insert(doc);
-      ctx.emit("api_key.created", {
+      await recordEvent(this.events, this.broker, {
         org_id: doc.org_id,
         environment: doc.environment,
+        type: "api_key.created",
         data: { key_id: doc.id, name: doc.name, environment: doc.environment },
+        source: "keys",
       });
       return { ...viewOf(doc), key: secret.key };
     },
@@ -167,6 +168,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       { fields: { digest: 1 }, unique: true },
       { fields: { org_id: 1, environment: 1, id: -1 } },
     ]);
+    this.events = eventsCollection(this.store);
   },
 };
 

@@ -2,7 +2,7 @@ import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, type CallMeta } from "../../shared/context";
 import { ApiError, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
-import { skipOf } from "../../shared/pagination";
+import { newestFirst } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Store } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
@@ -111,12 +111,7 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
       params: listMembersParams,
       async handler(ctx: Ctx<ListMembersParams>) {
         const org = await this.ownOrg(ctx);
-        const { items, total } = await this.members.page({ org_id: org.id }, {}, {
-          sort: { id: -1 },
-          skip: skipOf(ctx.params),
-          limit: ctx.params.per_page,
-        });
-        return { items: items.map(memberView), total, page: ctx.params.page, per_page: ctx.params.per_page };
+        return newestFirst(this.members, { org_id: org.id }, {}, ctx.params, memberView);
       },
     },
 

@@ -180,25 +180,20 @@ describe("expiry", () => {
 });
 
 describe("domain events", () => {
-  it("publishes api_key.created and api_key.revoked with their data and never the secret", async () => {
-    const seen: { name: string; payload: any }[] = [];
-    p.broker.createService({
-      name: "probe",
-      events: {
-        "api_key.*"(ctx: { eventName: string | null; params: unknown }) {
-          seen.push({ name: String(ctx.eventName), payload: ctx.params });
-        },
-      },
-    });
-    await p.broker.waitForServices("probe");
+  it("stores api_key.created and api_key.revoked in the event log, with their data and never the secret", async () => {
     const made = (await create(acme.live, { name: "evented", scopes: ["events:read"] })).body.data;
     await api(p.baseUrl, "DELETE", `/api-keys/${made.id}`, { key: acme.live });
-    await new Promise((r) => setTimeout(r, 50));
-    const created = seen.find((e) => e.name === "api_key.created" && e.payload.data.key_id === made.id);
-    const revoked = seen.find((e) => e.name === "api_key.revoked" && e.payload.data.key_id === made.id);
-    expect(created?.payload).toEqual({ org_id: acme.org.id, environment: "live", data: { key_id: made.id, name: "evented", environment: "live" } });
-    expect(revoked?.payload).toMatchObject({ org_id: acme.org.id, environment: "live", data: { key_id: made.id, name: "evented" } });
-    expect(revoked?.payload.data.revoked_at).toMatch(/Z$/);
-    expect(JSON.stringify(seen)).not.toContain(made.key.slice(9));
+    const log = (type: string) => api(p.baseUrl, "GET", `/events?type=${type}&per_page=100`, { key: acme.live });
+    const created = (await log("api_key.created")).body.data.find((e: any) => e.data.key_id === made.id);
+    const revoked = (await log("api_key.revoked")).body.data.find((e: any) => e.data.key_id === made.id);
+    expect(created).toMatchObject({ type: "api_key.created", environment: "live", source: "keys", data: { key_id: made.id, name: "evented", environment: "live" } });
+    expect(created.id).toMatch(/^evt_/);
+    expect(revoked).toMatchObject({ type: "api_key.revoked", environment: "live", source: "keys", data: { key_id: made.id, name: "evented" } });
+    expect(revoked.data.revoked_at).toMatch(/Z$/);
+    const all = await api(p.baseUrl, "GET", "/events?per_page=100", { key: acme.live });
+    expect(JSON.stringify(all.body)).not.toContain(made.key.slice(9));
+    // Another organization's log does not show them.
+    const theirs = await api(p.baseUrl, "GET", "/events?per_page=100", { key: globex.live });
+    expect(JSON.stringify(theirs.body)).not.toContain(made.id);
   });
 });

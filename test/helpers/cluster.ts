@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../../tools/procs";
@@ -14,4 +14,27 @@ export async function waitForGateway(baseUrl: string, key: string): Promise<void
 export function tempDir(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), "wfp-c-"));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * The local ports of the TCP connections process `pid` holds to `remotePort` on 127.0.0.1 (Linux:
+ * its socket descriptors matched against /proc/net/tcp), so a receiver can tell which node sent what.
+ */
+export function connectionsOf(pid: number, remotePort: number): Set<number> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed while we looked
+    }
+  }
+  const ports = new Set<number>();
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || !inodes.has(f[9])) continue;
+    if (parseInt(f[2].split(":")[1], 16) === remotePort) ports.add(parseInt(f[1].split(":")[1], 16));
+  }
+  return ports;
 }

@@ -1,0 +1,121 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { notFound } from "../../shared/errors";
+import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView, type NewEvent } from "../../shared/events";
+import { nowIso } from "../../shared/ids";
+import { newestFirst, skipOf, type ListResult } from "../../shared/pagination";
+import { StoreMixin } from "../../shared/store-mixin";
+import type { Collection, Doc, Filter, Store } from "../../shared/storage/types";
+import { checkEmittable } from "./events.logic";
+import {
+  emitParams,
+  idParams,
+  listParams,
+  recordParams,
+  typesParams,
+  type EmitParams,
+  type IdParams,
+  type ListParams,
+  type TypesParams,
+} from "./events.params";
+
+/** A custom type an environment has emitted at least once, for the catalogue. */
+interface TypeDoc extends Doc {
+  type: string;
+  first_seen_at: string;
+}
+
+interface EventsVars {
+  store: Store;
+  events: Collection<EventDoc>;
+  types: Collection<TypeDoc>;
+  /** Custom types already in the catalogue, so most emits skip that write. */
+  knownTypes: Set<string>;
+}
+interface EventsMethods {
+  noteType(event: EventDoc): Promise<void>;
+}
+type Ctx<P> = Context<P, CallMeta>;
+
+/** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
+const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVars> = {
+  name: "events",
+  mixins: [StoreMixin],
+
+  actions: {
+    /** POST /events — events:write */
+    emit: {
+      params: emitParams,
+      async handler(ctx: Ctx<EmitParams>): Promise<EventView> {
+        const { org_id, environment } = callerOf(ctx);
+        const data = checkEmittable(ctx.params.type, ctx.params.data);
+        const event = await recordEvent(this.events, this.broker, { org_id, environment, type: ctx.params.type, data, source: "api" });
+        await this.noteType(event);
+        return eventView(event);
+      },
+    },
+
+    /** GET /events — events:read; newest first, optionally one type. */
+    list: {
+      params: listParams,
+      async handler(ctx: Ctx<ListParams>): Promise<ListResult<EventView>> {
+        const filter: Filter = ctx.params.type ? { type: ctx.params.type } : {};
+        return newestFirst(this.events, tenantOf(ctx), filter, ctx.params, eventView);
+      },
+    },
+
+    /** GET /events/{id} — events:read */
+    get: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>): Promise<EventView> {
+        const event = await this.events.get(tenantOf(ctx), ctx.params.id);
+        if (!event) throw notFound("event", ctx.params.id);
+        return eventView(event);
+      },
+    },
+
+    /** GET /events/types — events:read; the system types, then the custom types this environment has emitted. */
+    types: {
+      params: typesParams,
+      async handler(ctx: Ctx<TypesParams>) {
+        const system = Object.entries(SYSTEM_EVENT_TYPES).map(([type, description]) => ({ type, description, system: true }));
+        const seen = await this.types.find(tenantOf(ctx), {}, { sort: { type: 1 } });
+        const custom = seen.map((t) => ({ type: t.type, description: null, system: false, first_seen_at: t.first_seen_at }));
+        const all = [...system, ...custom];
+        const start = skipOf(ctx.params);
+        return { items: all.slice(start, start + ctx.params.per_page), total: all.length, page: ctx.params.page, per_page: ctx.params.per_page };
+      },
+    },
+
+    /** Internal: services record their domain events here when they do not store them themselves. */
+    record: {
+      visibility: "public",
+      params: recordParams,
+      async handler(ctx: Context<NewEvent>): Promise<EventView> {
+        return eventView(await recordEvent(this.events, this.broker, ctx.params));
+      },
+    },
+  },
+
+  methods: {
+    async noteType(event) {
+      const id = `${event.org_id}:${event.environment}:${event.type}`;
+      if (this.knownTypes.has(id)) return;
+      try {
+        await this.types.insert({ id, org_id: event.org_id, environment: event.environment, type: event.type, first_seen_at: event.created_at ?? nowIso() });
+      } catch (err) {
+        if ((err as { type?: string }).type !== "resource_exists") throw err;
+      }
+      if (this.knownTypes.size > 100_000) this.knownTypes.clear();
+      this.knownTypes.add(id);
+    },
+  },
+
+  created() {
+    this.events = eventsCollection(this.store);
+    this.types = this.store.collection<TypeDoc>("event_types", [{ fields: { org_id: 1, environment: 1, type: 1 } }]);
+    this.knownTypes = new Set();
+  },
+};
+
+export default EventsService;

@@ -1,0 +1,333 @@
+import { randomUUID } from "node:crypto";
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
+import { newId } from "../../shared/ids";
+import { settingsOf } from "../../shared/runtime";
+import { deliveryHeaders } from "../../shared/signing";
+import { StoreMixin } from "../../shared/store-mixin";
+import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
+import { outcomeOf } from "./dispatcher.logic";
+import { Lanes } from "./lanes";
+import { Sender } from "./sender";
+
+/** A webhook as the webhooks service hands it out (see its `subscribers` action). */
+interface Target {
+  id: string;
+  url: string;
+  events: string[];
+  status: "enabled" | "disabled";
+  secrets: string[];
+  consecutive_failures: number;
+}
+
+/** One attempt to make: the claimed delivery, and what is already known of its event and webhook. */
+interface Job {
+  delivery: DeliveryDoc;
+  payload?: EventPayload;
+  target?: Target | null;
+}
+
+/** Concurrent attempts per webhook, and in all, on one dispatcher node. */
+const PER_WEBHOOK = 32;
+const TOTAL = 1024;
+/** A claim outlives the attempt's time-out by this much before another node may take the delivery. */
+const LEASE_MARGIN_MS = 2000;
+/** How often each node looks for due deliveries and for events nobody has fanned out. */
+const POLL_MS = 500;
+/** An event younger than this is left to the node its wake-up went to. */
+const SWEEP_GRACE_MS = 2000;
+const SWEEP_BATCH = 200;
+/** Retries due within this long are also woken by a local timer, not only by the poll. */
+const LOCAL_TIMER_MAX_MS = 60_000;
+
+interface DispatcherVars {
+  store: Store;
+  deliveries: Collection<DeliveryDoc>;
+  events: Collection<EventDoc>;
+  sender: Sender;
+  lanes: Lanes<Job>;
+  timeoutMs: number;
+  delays: number[];
+  incoming: EventDoc[];
+  flushScheduled: boolean;
+  polling: boolean;
+  stopping: boolean;
+  timers: Set<NodeJS.Timeout>;
+  poller: NodeJS.Timeout | undefined;
+}
+interface DispatcherMethods {
+  leaseMs(): number;
+  flush(): void;
+  /** Creates the events' deliveries and queues their first attempts; answers how many events are done. */
+  fanOut(events: EventDoc[]): Promise<number>;
+  attempt(job: Job): Promise<void>;
+  settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
+  claim(id?: string): Promise<boolean>;
+  poll(): Promise<void>;
+  later(fn: () => void, ms: number): void;
+}
+
+/**
+ * Sends webhook deliveries. For each stored event it creates one delivery per subscribed, enabled
+ * webhook of the event's environment and POSTs it, signed; the schedule and every attempt live in
+ * the store (see shared/deliveries.ts), so any number of dispatcher nodes share the work and a node
+ * killed mid-way loses nothing.
+ */
+const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
+  name: "webhook-dispatcher",
+  mixins: [StoreMixin],
+
+  events: {
+    /** Wake-up from whoever stored an event; one dispatcher node gets each. */
+    [EVENT_STORED]: {
+      handler(ctx: Context<{ event: EventDoc }>) {
+        this.incoming.push(ctx.params.event);
+        this.flush();
+      },
+    },
+    /** Wake-up for a delivery due now (a redelivery). */
+    [DELIVERY_DUE]: {
+      handler(ctx: Context<{ id: string }>) {
+        void this.claim(ctx.params.id);
+      },
+    },
+  },
+
+  methods: {
+    leaseMs() {
+      return this.timeoutMs + LEASE_MARGIN_MS;
+    },
+
+    /** Wake-ups of one loop turn are fanned out together: one webhooks lookup per environment. */
+    flush() {
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        const batch = this.incoming.splice(0);
+        if (batch.length > 0 && !this.stopping) {
+          this.fanOut(batch).catch((err) => this.logger.warn("fan-out failed; the sweep retries it", err));
+        }
+      });
+    },
+
+    async fanOut(events) {
+      const byTenant = new Map<string, EventDoc[]>();
+      for (const event of events) {
+        const key = `${event.org_id}\n${event.environment}`;
+        const group = byTenant.get(key);
+        if (group) group.push(event);
+        else byTenant.set(key, [event]);
+      }
+      const incomplete = new Set<string>();
+      const created: Job[] = [];
+      await Promise.all(
+        [...byTenant.values()].map(async (group) => {
+          const { org_id, environment } = group[0];
+          const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
+          const now = Date.now();
+          const at = new Date(now).toISOString();
+          const inserts: Promise<void>[] = [];
+          for (const event of group) {
+            const payload = payloadOf(event);
+            for (const target of targets) {
+              if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
+              const delivery: DeliveryDoc = {
+                id: newId("del"),
+                org_id,
+                environment,
+                webhook_id: target.id,
+                event_id: event.id,
+                event_type: event.type,
+                status: "pending",
+                attempts: [],
+                series_start: 0,
+                next_attempt_at: at,
+                created_at: at,
+                updated_at: at,
+                // Created already claimed by this node: the first attempt needs no separate claim.
+                due_at: now + this.leaseMs(),
+                lease: randomUUID(),
+              };
+              inserts.push(
+                this.deliveries.insert(delivery).then(
+                  () => void created.push({ delivery, payload, target }),
+                  (err: { type?: string }) => {
+                    // A unique-index refusal means another node fanned this event out already (a
+                    // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
+                    if (err.type !== "resource_exists") incomplete.add(event.id);
+                  },
+                ),
+              );
+            }
+          }
+          await Promise.all(inserts);
+        }),
+      ).finally(() => {
+        for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
+      });
+      const done = events.filter((e: EventDoc) => !incomplete.has(e.id)).map((e: EventDoc) => e.id);
+      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $set: { dispatched: true } });
+      return done.length;
+    },
+
+    async attempt(job) {
+      const { delivery } = job;
+      if (this.stopping) return;
+      // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
+      if ((delivery.due_at ?? 0) - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
+        const renewed = await this.deliveries.update(ALL_TENANTS, { id: delivery.id, lease: delivery.lease }, { $set: { due_at: Date.now() + this.leaseMs() } });
+        if (!renewed) return;
+        job.delivery = renewed;
+      }
+      const target =
+        job.target !== undefined
+          ? job.target
+          : await this.broker.call<Target | null, object>("webhooks.target", { org_id: delivery.org_id, id: delivery.webhook_id });
+      if (!target) return this.settle(job, null, "failed");
+      job.target = target;
+      if (target.status !== "enabled") {
+        const at = new Date().toISOString();
+        return this.settle(job, { number: delivery.attempts.length + 1, at, status_code: null, duration_ms: 0, error: "not sent: the webhook is disabled" }, "failed");
+      }
+      let payload = job.payload;
+      if (!payload) {
+        const event = await this.events.get({ org_id: delivery.org_id, environment: delivery.environment }, delivery.event_id);
+        if (!event) return this.settle(job, null, "failed");
+        payload = payloadOf(event);
+      }
+      const body = JSON.stringify(payload);
+      const at = new Date().toISOString();
+      const result = await this.sender.post(target.url, body, deliveryHeaders(delivery, body, target.secrets));
+      await this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result });
+    },
+
+    async settle(job, attempt, forced) {
+      const { delivery, target } = job;
+      const now = Date.now();
+      const outcome = forced ? { status: forced, dueAt: null } : outcomeOf(delivery, attempt as Attempt, this.delays, now);
+      const updated = await this.deliveries.update(
+        ALL_TENANTS,
+        { id: delivery.id, lease: delivery.lease },
+        {
+          $set: {
+            status: outcome.status,
+            due_at: outcome.dueAt,
+            lease: null,
+            next_attempt_at: outcome.dueAt === null ? null : new Date(outcome.dueAt).toISOString(),
+            updated_at: new Date(now).toISOString(),
+          },
+          ...(attempt && { $push: { attempts: attempt } }),
+        },
+      );
+      if (!updated) {
+        this.logger.warn(`delivery ${delivery.id}: the claim ran out before the attempt was recorded; another node retries it`);
+        return;
+      }
+      if (outcome.dueAt !== null) {
+        const wait = outcome.dueAt - now;
+        if (wait <= LOCAL_TIMER_MAX_MS) this.later(() => void this.claim(delivery.id), wait);
+        return;
+      }
+      // Only deliveries that ran their course move the webhook's failure streak.
+      const counts = !forced && target && (outcome.status === "failed" || target.consecutive_failures > 0);
+      if (counts) {
+        await this.broker
+          .call("webhooks.recordOutcome", { org_id: delivery.org_id, id: delivery.webhook_id, ok: outcome.status === "succeeded" })
+          .catch((err) => this.logger.warn(`delivery ${delivery.id}: could not record the outcome on its webhook`, err));
+      }
+    },
+
+    /** Claims one due delivery (that one, or the most overdue) and queues its attempt. */
+    async claim(id) {
+      if (this.stopping) return false;
+      const now = Date.now();
+      const claimed = await this.deliveries.update(
+        ALL_TENANTS,
+        { ...(id && { id }), status: "pending", due_at: { $lte: now } },
+        { $set: { due_at: now + this.leaseMs(), lease: randomUUID() } },
+        id ? {} : { sort: { due_at: 1 } },
+      );
+      if (!claimed) return false;
+      this.lanes.push(claimed.webhook_id, { delivery: claimed });
+      return true;
+    },
+
+    /** Due deliveries nobody is sending, and stored events nobody has fanned out. */
+    async poll() {
+      if (this.polling || this.stopping) return;
+      this.polling = true;
+      try {
+        while (this.lanes.size < TOTAL && (await this.claim())) {
+          // claimed one; look for the next
+        }
+        for (;;) {
+          const stale = await this.events.find(
+            ALL_TENANTS,
+            { dispatched: false, created_at: { $lt: new Date(Date.now() - SWEEP_GRACE_MS).toISOString() } },
+            { sort: { created_at: 1 }, limit: SWEEP_BATCH },
+          );
+          const done = stale.length > 0 ? await this.fanOut(stale) : 0;
+          // A backlog (events stored while no dispatcher ran) is swept batch after batch, as fast
+          // as the lanes drain; a batch that could not be fanned out waits for the next poll.
+          if (stale.length < SWEEP_BATCH || done === 0 || this.stopping) break;
+          while (this.lanes.size > TOTAL && !this.stopping) await new Promise((r) => setTimeout(r, 20));
+        }
+      } catch (err) {
+        this.logger.warn("poll failed; the next one retries", err);
+      } finally {
+        this.polling = false;
+      }
+    },
+
+    later(fn, ms) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        fn();
+      }, ms);
+      timer.unref();
+      this.timers.add(timer);
+    },
+  },
+
+  created() {
+    const settings = settingsOf(this.broker);
+    this.deliveries = deliveriesCollection(this.store);
+    this.events = eventsCollection(this.store);
+    this.timeoutMs = settings.webhookTimeoutMs;
+    this.delays = settings.webhookRetryDelaysMs;
+    this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK);
+    this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
+      this.attempt(job).catch((err) => this.logger.warn(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err)),
+    );
+    this.incoming = [];
+    this.flushScheduled = false;
+    this.polling = false;
+    this.stopping = false;
+    this.timers = new Set();
+  },
+
+  started() {
+    this.poller = setInterval(() => void this.poll(), POLL_MS);
+    this.poller.unref();
+    void this.poll();
+  },
+
+  /** Finishes the attempts in flight; hands queued ones back to the store for other nodes. */
+  async stopped() {
+    this.stopping = true;
+    clearInterval(this.poller);
+    for (const timer of this.timers) clearTimeout(timer);
+    const queued = this.lanes.takeQueued();
+    await Promise.all(
+      queued.map((job) =>
+        this.deliveries.update(ALL_TENANTS, { id: job.delivery.id, lease: job.delivery.lease }, { $set: { due_at: Date.now(), lease: null } }).catch(() => null),
+      ),
+    );
+    await this.lanes.idle();
+    await this.sender.close();
+  },
+};
+
+export default DispatcherService;

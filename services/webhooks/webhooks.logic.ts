@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import { invalidParam } from "../../shared/errors";
+import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
+import { SECRET_PREFIX } from "../../shared/signing";
+import type { Doc, Environment } from "../../shared/storage/types";
+
+/** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
+export const DISABLE_AFTER_FAILURES = 10;
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface WebhookDoc extends Doc {
+  environment: Environment;
+  url: string;
+  events: string[];
+  description: string | null;
+  status: "enabled" | "disabled";
+  disabled_reason: string | null;
+  secret: string;
+  previous_secrets: { secret: string; expires_at: string }[];
+  consecutive_failures: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export type WebhookView = Omit<WebhookDoc, "org_id" | "secret" | "previous_secrets">;
+
+/** What the dispatcher needs to send: where, and every secret that signs now (current first). */
+export interface Target {
+  id: string;
+  org_id: string;
+  environment: Environment;
+  url: string;
+  events: string[];
+  status: "enabled" | "disabled";
+  secrets: string[];
+  consecutive_failures: number;
+}
+
+export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...view }: WebhookDoc): WebhookView => view;
+
+/** `whsec_` + 32 random bytes in base64: the Standard Webhooks secret format. */
+export const generateSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
+
+export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
+  const now = new Date(nowMs).toISOString();
+  const secrets = [doc.secret, ...doc.previous_secrets.filter((p) => p.expires_at > now).map((p) => p.secret)];
+  const { id, org_id, environment, url, events, status, consecutive_failures } = doc;
+  return { id, org_id, environment, url, events, status, secrets, consecutive_failures };
+}
+
+/**
+ * The subscription list, checked: `["*"]` alone, or event type names. A name in a system namespace
+ * (`workflow.*`, `api_key.*`, …) must be one the platform emits; custom names need only the shape.
+ */
+export function checkSubscription(events: string[]): string[] {
+  const unique = [...new Set(events)];
+  if (unique.includes("*")) {
+    if (unique.length > 1) throw invalidParam("events", "'*' subscribes to every event and cannot be combined with other types");
+    return unique;
+  }
+  for (const type of unique) {
+    if (!EVENT_TYPE_PATTERN.test(type)) {
+      throw invalidParam("events", `'${type}' is not an event type: use lower-case dotted names such as 'order.created', or '*'`);
+    }
+    if (isReservedType(type) && !isSystemType(type)) {
+      throw invalidParam("events", `Unknown event type '${type}': GET /v1/events/types lists the system types`);
+    }
+  }
+  return unique;
+}
+
+export const subscribes = (events: readonly string[], type: string): boolean => events[0] === "*" || events.includes(type);

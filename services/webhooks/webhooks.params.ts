@@ -1,0 +1,76 @@
+import { DELIVERY_STATUSES, type DeliveryStatus } from "../../shared/deliveries";
+import { pageParams, type PageParams } from "../../shared/pagination";
+
+const id = { type: "string", min: 1, max: 100 } as const;
+// The URL's rules (https, no private targets) are checked in the logic, to say which one failed.
+const url = { type: "string", min: 1, max: 2048 } as const;
+const events = { type: "array", items: { type: "string", min: 1, max: 100 }, min: 1, max: 100 } as const;
+const description = { type: "string", trim: true, max: 500, optional: true } as const;
+
+export const createParams = { $$strict: true, url, events, description } as const;
+export interface CreateParams {
+  url: string;
+  events: string[];
+  description?: string;
+}
+
+export const listParams = {
+  $$strict: true,
+  ...pageParams,
+  status: { type: "enum", values: ["enabled", "disabled"], optional: true },
+} as const;
+export interface ListParams extends PageParams {
+  status?: "enabled" | "disabled";
+}
+
+export const idParams = { $$strict: true, id } as const;
+export interface IdParams {
+  id: string;
+}
+
+export const updateParams = {
+  $$strict: true,
+  id,
+  url: { ...url, optional: true },
+  events: { ...events, optional: true },
+  description: { ...description, nullable: true },
+  status: { type: "enum", values: ["enabled", "disabled"], optional: true },
+} as const;
+export interface UpdateParams {
+  id: string;
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  status?: "enabled" | "disabled";
+}
+
+export const deliveriesParams = {
+  $$strict: true,
+  id,
+  ...pageParams,
+  status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true },
+} as const;
+export interface DeliveriesParams extends PageParams {
+  id: string;
+  status?: DeliveryStatus;
+}
+
+export const deliveryParams = { $$strict: true, id, delivery_id: id } as const;
+export interface DeliveryParams {
+  id: string;
+  delivery_id: string;
+}
+
+export const subscribersParams = {
+  org_id: { type: "string", min: 1 },
+  environment: { type: "enum", values: ["live", "test"] },
+} as const;
+
+export const targetParams = { org_id: { type: "string", min: 1 }, id } as const;
+
+export const outcomeParams = { org_id: { type: "string", min: 1 }, id, ok: "boolean" } as const;
+export interface OutcomeParams {
+  org_id: string;
+  id: string;
+  ok: boolean;
+}

@@ -1,0 +1,59 @@
+import type { Collection, Doc, Environment, Store } from "./storage/types";
+
+/**
+ * The delivery log (contract section 8), shared by the webhooks service (reads it, asks for
+ * redeliveries) and the webhook dispatcher (creates and advances it). One delivery per event and
+ * webhook, kept across retries; every attempt is appended.
+ *
+ * Claiming: a delivery is due when `status` is `pending` and `due_at` (ms since the epoch) has
+ * passed. A dispatcher claims it with one compare-and-set that moves `due_at` past the attempt's
+ * time-out and writes a fresh `lease`; it records the outcome only where `lease` is still its own.
+ * So a dispatcher killed mid-attempt leaves a delivery that falls due again when the lease runs
+ * out, and two dispatchers never hold the same attempt at once.
+ */
+export const DELIVERY_DUE = "delivery.due";
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Attempts in one series (the first and four retries); a redelivery starts a new series. */
+export const ATTEMPTS_PER_SERIES = 5;
+
+export interface Attempt {
+  number: number;
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+export interface DeliveryDoc extends Doc {
+  environment: Environment;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: Attempt[];
+  /** Index in `attempts` where the current series began. */
+  series_start: number;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+  /** Internal: when the delivery may next be claimed (ms since the epoch); null once settled. */
+  due_at: number | null;
+  /** Internal: the current claim's token. */
+  lease: string | null;
+}
+
+export type DeliveryView = Omit<DeliveryDoc, "org_id" | "due_at" | "lease" | "series_start">;
+
+export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => view;
+
+export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
+  return store.collection<DeliveryDoc>("webhook_deliveries", [
+    { fields: { webhook_id: 1, event_id: 1 }, unique: true },
+    { fields: { org_id: 1, webhook_id: 1, id: -1 } },
+    { fields: { status: 1, due_at: 1 } },
+    // The embedded store cannot use the compound index for a range: this one narrows claims to pending deliveries.
+    { fields: { status: 1 } },
+  ]);
+}

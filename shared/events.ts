@@ -1,0 +1,89 @@
+import type { ServiceBroker } from "moleculer";
+import { newId, nowIso } from "./ids";
+import type { Collection, Doc, Environment, Store } from "./storage/types";
+
+/**
+ * The event log every service writes to (contract section 7). An event is stored first; only then
+ * is the broker told (`event.stored`), and that broker event is a wake-up, nothing more: Moleculer
+ * drops events no node listens to, so whoever reacts (the webhook dispatcher) also sweeps the log
+ * for events it has not handled.
+ */
+export const EVENT_STORED = "event.stored";
+
+/** Types only the platform emits, with what their `data` holds. Clients cannot emit these prefixes. */
+export const SYSTEM_EVENT_TYPES = {
+  "workflow.completed": "A run ended: workflow_id, run_id, status (succeeded, failed or cancelled)",
+  "approval.requested": "A run reached an approval step: workflow_id, run_id, step_id, message",
+  "api_key.created": "An API key was created: key_id, name, environment",
+  "api_key.revoked": "An API key was revoked: key_id, name, revoked_at",
+  "webhook.disabled": "A webhook was disabled after repeated failed deliveries: webhook_id, reason",
+} as const;
+export type SystemEventType = keyof typeof SYSTEM_EVENT_TYPES;
+
+export const RESERVED_PREFIXES = ["workflow.", "approval.", "api_key.", "webhook."] as const;
+
+/** Lower-case dotted names such as `order.created`: at least two parts. */
+export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+export const EVENT_TYPE_MAX = 100;
+
+export const isReservedType = (type: string): boolean => RESERVED_PREFIXES.some((p) => type.startsWith(p));
+export const isSystemType = (type: string): type is SystemEventType => Object.prototype.hasOwnProperty.call(SYSTEM_EVENT_TYPES, type);
+
+export interface EventDoc extends Doc {
+  environment: Environment;
+  type: string;
+  data: Record<string, unknown>;
+  /** `api` for events clients emit, else the emitting service. */
+  source: string;
+  created_at: string;
+  /** Internal: the dispatcher has created this event's deliveries. */
+  dispatched: boolean;
+}
+
+export type EventView = Omit<EventDoc, "org_id" | "dispatched">;
+
+/** The body POSTed to webhook receivers (spec section 2), in this key order. */
+export interface EventPayload {
+  id: string;
+  type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+export const eventView = ({ id, type, created_at, data, environment, source }: EventDoc): EventView => ({
+  id,
+  type,
+  created_at,
+  data,
+  environment,
+  source,
+});
+
+export const payloadOf = ({ id, type, created_at, data }: EventDoc): EventPayload => ({ id, type, created_at, data });
+
+export function eventsCollection(store: Store): Collection<EventDoc> {
+  return store.collection<EventDoc>("events", [
+    { fields: { org_id: 1, environment: 1, id: -1 } },
+    { fields: { org_id: 1, environment: 1, type: 1, id: -1 } },
+    { fields: { dispatched: 1, created_at: 1 } },
+    // The embedded store cannot use the compound index for a range: this one narrows sweeps to undispatched events.
+    { fields: { dispatched: 1 } },
+  ]);
+}
+
+export interface NewEvent {
+  org_id: string;
+  environment: Environment;
+  type: string;
+  data: Record<string, unknown>;
+  source: string;
+}
+
+/** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
+export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
+  const doc: EventDoc = { id: newId("evt"), ...input, created_at: nowIso(), dispatched: false };
+  await events.insert(doc);
+  // A lost wake-up only delays the reaction until the next sweep of the log.
+  broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);
+  return doc;
+}

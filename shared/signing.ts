@@ -1,0 +1,56 @@
+import { createHmac } from "node:crypto";
+
+/**
+ * The signatures every webhook delivery carries:
+ * - the spec's `Service-Signature: sha256=<hex>`, HMAC-SHA256 of the exact body bytes keyed with the
+ *   whole secret string (`whsec_…`) as UTF-8;
+ * - the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), whose
+ *   signed content `id.timestamp.body` binds the delivery id and time, so a receiver can refuse a
+ *   replayed capture. Their key is the base64-decoded part of the secret after `whsec_`, as the
+ *   standard's libraries expect; during a rotation the old secret signs beside the new one.
+ */
+export const SECRET_PREFIX = "whsec_";
+
+const keyCache = new Map<string, Buffer>();
+function standardKey(secret: string): Buffer {
+  let key = keyCache.get(secret);
+  if (!key) {
+    key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
+    if (keyCache.size > 10_000) keyCache.clear();
+    keyCache.set(secret, key);
+  }
+  return key;
+}
+
+export function serviceSignature(secret: string, body: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+export function standardSignature(secrets: readonly string[], id: string, timestamp: number, body: string): string {
+  return secrets
+    .map((secret) => `v1,${createHmac("sha256", standardKey(secret)).update(`${id}.${timestamp}.${body}`).digest("base64")}`)
+    .join(" ");
+}
+
+/**
+ * Every header of one delivery attempt. `secrets[0]` is the current secret; any others are rotated-out
+ * secrets still inside their overlap window.
+ */
+export function deliveryHeaders(
+  delivery: { id: string; event_type: string },
+  body: string,
+  secrets: readonly string[],
+  nowMs = Date.now(),
+): Record<string, string> {
+  const timestamp = Math.floor(nowMs / 1000);
+  return {
+    "content-type": "application/json",
+    "user-agent": "wfp-webhooks/1",
+    "service-event": delivery.event_type,
+    "service-delivery": delivery.id,
+    "service-signature": serviceSignature(secrets[0], body),
+    "webhook-id": delivery.id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": standardSignature(secrets, delivery.id, timestamp, body),
+  };
+}
