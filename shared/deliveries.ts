@@ -9,7 +9,8 @@ import type { Collection, Doc, Environment, Store } from "./storage/types";
  * passed. A dispatcher claims it with one compare-and-set that moves `due_at` past the attempt's
  * time-out and writes a fresh `lease`; it records the outcome only where `lease` is still its own.
  * So a dispatcher killed mid-attempt leaves a delivery that falls due again when the lease runs
- * out, and two dispatchers never hold the same attempt at once.
+ * out, and two dispatchers never hold the same attempt at once. A settled delivery has neither
+ * field: the claim index holds only pending deliveries (see IndexSpec on why that matters).
  */
 export const DELIVERY_DUE = "delivery.due";
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
@@ -38,10 +39,10 @@ export interface DeliveryDoc extends Doc {
   next_attempt_at: string | null;
   created_at: string;
   updated_at: string;
-  /** Internal: when the delivery may next be claimed (ms since the epoch); null once settled. */
-  due_at: number | null;
-  /** Internal: the current claim's token. */
-  lease: string | null;
+  /** Internal: when the delivery may next be claimed (ms since the epoch); absent once settled. */
+  due_at?: number;
+  /** Internal: the current claim's token; absent when nobody holds one. */
+  lease?: string;
 }
 
 export type DeliveryView = Omit<DeliveryDoc, "org_id" | "due_at" | "lease" | "series_start">;
@@ -53,7 +54,8 @@ export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
     { fields: { webhook_id: 1, event_id: 1 }, unique: true },
     { fields: { org_id: 1, webhook_id: 1, id: -1 } },
     { fields: { status: 1, due_at: 1 } },
-    // The embedded store cannot use the compound index for a range: this one narrows claims to pending deliveries.
-    { fields: { status: 1 } },
+    // The embedded store's claim index (it cannot use the compound one for a range): only pending
+    // deliveries have `due_at`.
+    { fields: { due_at: 1 }, sparse: true },
   ]);
 }

@@ -1,5 +1,5 @@
 import type { ServiceBroker } from "moleculer";
-import { newId, nowIso } from "./ids";
+import { newId } from "./ids";
 import type { Collection, Doc, Environment, Store } from "./storage/types";
 
 /**
@@ -36,11 +36,14 @@ export interface EventDoc extends Doc {
   /** `api` for events clients emit, else the emitting service. */
   source: string;
   created_at: string;
-  /** Internal: the dispatcher has created this event's deliveries. */
-  dispatched: boolean;
+  /**
+   * Internal: ms since the epoch, present until a dispatcher has created this event's deliveries;
+   * the sweep looks for old ones. Absent afterwards, so its index holds only the undispatched.
+   */
+  undispatched_since?: number;
 }
 
-export type EventView = Omit<EventDoc, "org_id" | "dispatched">;
+export type EventView = Omit<EventDoc, "org_id" | "undispatched_since">;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {
@@ -65,9 +68,7 @@ export function eventsCollection(store: Store): Collection<EventDoc> {
   return store.collection<EventDoc>("events", [
     { fields: { org_id: 1, environment: 1, id: -1 } },
     { fields: { org_id: 1, environment: 1, type: 1, id: -1 } },
-    { fields: { dispatched: 1, created_at: 1 } },
-    // The embedded store cannot use the compound index for a range: this one narrows sweeps to undispatched events.
-    { fields: { dispatched: 1 } },
+    { fields: { undispatched_since: 1 }, sparse: true },
   ]);
 }
 
@@ -81,7 +82,8 @@ export interface NewEvent {
 
 /** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
 export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
-  const doc: EventDoc = { id: newId("evt"), ...input, created_at: nowIso(), dispatched: false };
+  const now = Date.now();
+  const doc: EventDoc = { id: newId("evt"), ...input, created_at: new Date(now).toISOString(), undispatched_since: now };
   await events.insert(doc);
   // A lost wake-up only delays the reaction until the next sweep of the log.
   broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);

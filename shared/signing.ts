@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 /**
  * The signatures every webhook delivery carries:
@@ -11,24 +11,30 @@ import { createHmac } from "node:crypto";
  */
 export const SECRET_PREFIX = "whsec_";
 
-const keyCache = new Map<string, Buffer>();
-function standardKey(secret: string): Buffer {
-  let key = keyCache.get(secret);
-  if (!key) {
-    key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
+/**
+ * HMAC keys, made once per secret: building a key from a string on every signature costs more than
+ * the HMAC of a small body. The spec's key is the secret's UTF-8 bytes; the standard's is the
+ * base64-decoded part after `whsec_`.
+ */
+const keyCache = new Map<string, { service: KeyObject; standard: KeyObject }>();
+function keysOf(secret: string): { service: KeyObject; standard: KeyObject } {
+  let keys = keyCache.get(secret);
+  if (!keys) {
+    const standard = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
+    keys = { service: createSecretKey(Buffer.from(secret, "utf8")), standard: createSecretKey(standard) };
     if (keyCache.size > 10_000) keyCache.clear();
-    keyCache.set(secret, key);
+    keyCache.set(secret, keys);
   }
-  return key;
+  return keys;
 }
 
 export function serviceSignature(secret: string, body: string): string {
-  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+  return `sha256=${createHmac("sha256", keysOf(secret).service).update(body).digest("hex")}`;
 }
 
 export function standardSignature(secrets: readonly string[], id: string, timestamp: number, body: string): string {
   return secrets
-    .map((secret) => `v1,${createHmac("sha256", standardKey(secret)).update(`${id}.${timestamp}.${body}`).digest("base64")}`)
+    .map((secret) => `v1,${createHmac("sha256", keysOf(secret).standard).update(`${id}.${timestamp}.${body}`).digest("base64")}`)
     .join(" ");
 }
 

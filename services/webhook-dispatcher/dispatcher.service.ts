@@ -21,9 +21,12 @@ interface Target {
   consecutive_failures: number;
 }
 
+/** A delivery this node holds a claim on. */
+type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
+
 /** One attempt to make: the claimed delivery, and what is already known of its event and webhook. */
 interface Job {
-  delivery: DeliveryDoc;
+  delivery: Claimed;
   payload?: EventPayload;
   target?: Target | null;
 }
@@ -37,7 +40,7 @@ const LEASE_MARGIN_MS = 2000;
 const POLL_MS = 500;
 /** An event younger than this is left to the node its wake-up went to. */
 const SWEEP_GRACE_MS = 2000;
-const SWEEP_BATCH = 200;
+const SWEEP_BATCH = 500;
 /** Retries due within this long are also woken by a local timer, not only by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
 
@@ -133,7 +136,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
             const payload = payloadOf(event);
             for (const target of targets) {
               if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
-              const delivery: DeliveryDoc = {
+              const delivery: Claimed = {
                 id: newId("del"),
                 org_id,
                 environment,
@@ -168,7 +171,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
       });
       const done = events.filter((e: EventDoc) => !incomplete.has(e.id)).map((e: EventDoc) => e.id);
-      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $set: { dispatched: true } });
+      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { undispatched_since: true } });
       return done.length;
     },
 
@@ -176,10 +179,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const { delivery } = job;
       if (this.stopping) return;
       // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
-      if ((delivery.due_at ?? 0) - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
+      if (delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
         const renewed = await this.deliveries.update(ALL_TENANTS, { id: delivery.id, lease: delivery.lease }, { $set: { due_at: Date.now() + this.leaseMs() } });
         if (!renewed) return;
-        job.delivery = renewed;
+        job.delivery = renewed as Claimed;
       }
       const target =
         job.target !== undefined
@@ -213,11 +216,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         {
           $set: {
             status: outcome.status,
-            due_at: outcome.dueAt,
-            lease: null,
+            ...(outcome.dueAt !== null && { due_at: outcome.dueAt }),
             next_attempt_at: outcome.dueAt === null ? null : new Date(outcome.dueAt).toISOString(),
             updated_at: new Date(now).toISOString(),
           },
+          $unset: outcome.dueAt === null ? { due_at: true, lease: true } : { lease: true },
           ...(attempt && { $push: { attempts: attempt } }),
         },
       );
@@ -250,7 +253,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         id ? {} : { sort: { due_at: 1 } },
       );
       if (!claimed) return false;
-      this.lanes.push(claimed.webhook_id, { delivery: claimed });
+      this.lanes.push(claimed.webhook_id, { delivery: claimed as Claimed });
       return true;
     },
 
@@ -265,8 +268,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         for (;;) {
           const stale = await this.events.find(
             ALL_TENANTS,
-            { dispatched: false, created_at: { $lt: new Date(Date.now() - SWEEP_GRACE_MS).toISOString() } },
-            { sort: { created_at: 1 }, limit: SWEEP_BATCH },
+            { undispatched_since: { $lt: Date.now() - SWEEP_GRACE_MS } },
+            // No sort: both engines walk the sparse index in order (oldest first) and stop at the
+            // limit, where a sort would order every undispatched event for each batch (nedb).
+            { limit: SWEEP_BATCH },
           );
           const done = stale.length > 0 ? await this.fanOut(stale) : 0;
           // A backlog (events stored while no dispatcher ran) is swept batch after batch, as fast
@@ -322,7 +327,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     const queued = this.lanes.takeQueued();
     await Promise.all(
       queued.map((job) =>
-        this.deliveries.update(ALL_TENANTS, { id: job.delivery.id, lease: job.delivery.lease }, { $set: { due_at: Date.now(), lease: null } }).catch(() => null),
+        this.deliveries.update(ALL_TENANTS, { id: job.delivery.id, lease: job.delivery.lease }, { $set: { due_at: Date.now() }, $unset: { lease: true } }).catch(() => null),
       ),
     );
     await this.lanes.idle();

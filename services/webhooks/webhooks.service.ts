@@ -204,10 +204,10 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
               status: "pending",
               series_start: delivery.attempts.length,
               due_at: now,
-              lease: null,
               next_attempt_at: new Date(now).toISOString(),
               updated_at: new Date(now).toISOString(),
             },
+            $unset: { lease: true },
           },
         );
         if (!updated) throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });

@@ -1,8 +1,5 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 import type Datastore from "@seald-io/nedb";
-// nedb's own line format, so its loader reads what is written here.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const model = require("@seald-io/nedb/lib/model.js") as { serialize(doc: unknown): string };
 
 interface Persistence {
   filename: string;
@@ -31,7 +28,10 @@ export class GroupCommit {
     const rewrite = persistence.persistCachedDatabaseAsync.bind(persistence);
     persistence.persistNewStateAsync = async (docs) => {
       if (persistence.inMemoryOnly) return;
-      for (const doc of docs) this.queued.push(`${model.serialize(doc)}\n`);
+      // Plain JSON: documents hold JSON values only (see Doc), and nedb's loader reads it back.
+      // nedb's own serializer runs a replacer on every value to turn Dates into {$$date}: 7 % of
+      // a busy dispatcher's time.
+      for (const doc of docs) this.queued.push(`${JSON.stringify(doc)}\n`);
       this.schedule();
     };
     // Compaction rewrites the file from memory (which already holds the queued writes) and renames

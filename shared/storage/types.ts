@@ -24,6 +24,7 @@ export const ALL_TENANTS = Object.freeze({ all_tenants: true as const });
 export type AllTenants = typeof ALL_TENANTS;
 export type Scope = Tenant | AllTenants;
 
+/** A stored document. Its values are JSON values: times are ISO strings or ms numbers, never Dates. */
 export interface Doc {
   id: string;
   org_id: string;
@@ -72,6 +73,14 @@ export interface Update {
   $push?: Record<string, unknown>;
 }
 
+/**
+ * An index both engines build. The embedded engine (nedb) removes and re-inserts an updated
+ * document in every index of its collection, and removing is linear in the number of documents that
+ * share the value: so a single-field index there must be selective (ids, timestamps), never a status
+ * or a flag. To find the few documents in some state, give only those a field (a due time) and index
+ * it sparse. Non-unique compound indexes serve MongoDB only (nedb's planner cannot use them for the
+ * ranges and sorts the services run).
+ */
 export interface IndexSpec {
   fields: Record<string, 1 | -1>;
   unique?: boolean;
