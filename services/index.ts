@@ -8,6 +8,7 @@ import OrgsService from "./orgs/orgs.service";
 import StoreService from "./store/store.service";
 import DispatcherService from "./webhook-dispatcher/dispatcher.service";
 import WebhooksService from "./webhooks/webhooks.service";
+import WorkflowsService from "./workflows/workflows.service";
 
 /**
  * The schemas a node can run, by the names SERVICES uses. Services never import one another; only
@@ -22,4 +23,5 @@ export const SERVICE_SCHEMAS: Partial<Record<ServiceName, ServiceSchema<any, any
   events: EventsService,
   webhooks: WebhooksService,
   "webhook-dispatcher": DispatcherService,
+  workflows: WorkflowsService,
 };

@@ -38,3 +38,10 @@ export async function newestFirst<T extends Doc, V>(
   const { items, total } = await collection.page(scope, filter, { sort: { id: -1 }, skip: skipOf(params), limit: params.per_page });
   return { items: items.map(view), total, page: params.page, per_page: params.per_page };
 }
+
+/** A path id (`/things/{id}`): its shape is checked by the lookup, which answers 404. */
+export const idParam = { type: "string", min: 1, max: 100 } as const;
+export const idParams = { $$strict: true, id: idParam } as const;
+export interface IdParams {
+  id: string;
+}

@@ -24,10 +24,6 @@ export interface ListParams extends PageParams {
   type?: string;
 }
 
-export const idParams = { $$strict: true, id: { type: "string", min: 1, max: 100 } } as const;
-export interface IdParams {
-  id: string;
-}
 
 export const typesParams = { $$strict: true, ...pageParams } as const;
 export type TypesParams = PageParams;
@@ -39,3 +35,5 @@ export const recordParams = {
   data: { type: "object" },
   source: { type: "string", min: 1, max: 64 },
 } as const;
+
+export { idParams, type IdParams } from "../../shared/pagination";

@@ -35,6 +35,12 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", list: true },
   { method: "GET", path: "/events/{id}", action: "events.get", scope: "events:read" },
 
+  { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201 },
+  { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", list: true },
+  { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read" },
+  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write" },
+  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write" },
+
   { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201 },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },

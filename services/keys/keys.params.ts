@@ -25,10 +25,6 @@ export const listParams = {
 } as const;
 export type ListParams = PageParams;
 
-export const idParams = { $$strict: true, id: { type: "string", min: 1, max: 100 } } as const;
-export interface IdParams {
-  id: string;
-}
 
 /** Internal: keys the platform issues itself (the bootstrap CLI's first keys). */
 export const issueParams = {
@@ -52,3 +48,5 @@ export const touchParams = {
 export interface TouchParams {
   uses: { key_id: string; org_id: string; at: string }[];
 }
+
+export { idParams, type IdParams } from "../../shared/pagination";

@@ -1,7 +1,7 @@
 import { DELIVERY_STATUSES, type DeliveryStatus } from "../../shared/deliveries";
-import { pageParams, type PageParams } from "../../shared/pagination";
+import { idParam, pageParams, type PageParams } from "../../shared/pagination";
 
-const id = { type: "string", min: 1, max: 100 } as const;
+const id = idParam;
 // The URL's rules (https, no private targets) are checked in the logic, to say which one failed.
 const url = { type: "string", min: 1, max: 2048 } as const;
 const events = { type: "array", items: { type: "string", min: 1, max: 100 }, min: 1, max: 100 } as const;
@@ -23,10 +23,6 @@ export interface ListParams extends PageParams {
   status?: "enabled" | "disabled";
 }
 
-export const idParams = { $$strict: true, id } as const;
-export interface IdParams {
-  id: string;
-}
 
 export const updateParams = {
   $$strict: true,
@@ -74,3 +70,5 @@ export interface OutcomeParams {
   id: string;
   ok: boolean;
 }
+
+export { idParams, type IdParams } from "../../shared/pagination";

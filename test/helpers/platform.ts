@@ -26,6 +26,23 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
+export type TestOrg = Awaited<ReturnType<Platform["createOrg"]>>;
+
+/**
+ * A suite's platform and two organizations (Acme, Globex), started before its tests and stopped
+ * after them; read the fields inside tests.
+ */
+export function usePlatform(env: Record<string, string> = {}): { p: Platform; acme: TestOrg; globex: TestOrg } {
+  const suite = {} as { p: Platform; acme: TestOrg; globex: TestOrg };
+  beforeAll(async () => {
+    suite.p = await startPlatform(env);
+    suite.acme = await suite.p.createOrg("Acme");
+    suite.globex = await suite.p.createOrg("Globex");
+  });
+  afterAll(() => suite.p?.stop());
+  return suite;
+}
+
 /** The whole platform in this process on a fresh embedded store, its gateway on a free port. */
 export async function startPlatform(env: Record<string, string> = {}): Promise<Platform> {
   const dataDir = mkdtempSync(join(tmpdir(), "wfp-"));

@@ -1,0 +1,233 @@
+import { ApiError, invalidParam, type ErrorCode } from "../../shared/errors";
+import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
+import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
+import type { Doc, Environment } from "../../shared/storage/types";
+
+/**
+ * Workflows (contract section 6): a trigger and 1..50 typed steps, checked when they are written so
+ * that a run never meets a step it cannot execute. Every error names the step and the field.
+ */
+export const MAX_STEPS = 50;
+export const STEP_TYPES = ["http", "delay", "approval", "emit"] as const;
+export type StepType = (typeof STEP_TYPES)[number];
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+export const HTTP_TIMEOUT_MAX_MS = 60_000;
+export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
+export const HTTP_RETRIES_MAX = 10;
+export const DELAY_MAX_MS = 30 * 24 * 60 * 60 * 1000;
+/** JSON size of a step's `body` or `data`, and of a whole workflow's steps. */
+export const STEP_VALUE_MAX_BYTES = 64 * 1024;
+const STEP_ID = /^[a-z][a-z0-9_]{0,49}$/;
+/** `{{input.a.b}}` or `{{steps.<id>.output.a.b}}`; paths are names or array indexes. */
+const TEMPLATE = /\{\{(.*?)\}\}/g;
+const REFERENCE = /^\s*(?:input|steps\.([a-z][a-z0-9_]*)\.output)((?:\.[A-Za-z0-9_-]+)*)\s*$/;
+
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string };
+
+export interface HttpStep {
+  id: string;
+  type: "http";
+  method: (typeof HTTP_METHODS)[number];
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  timeout_ms: number;
+  retries: number;
+}
+export interface DelayStep {
+  id: string;
+  type: "delay";
+  duration_ms: number;
+}
+export interface ApprovalStep {
+  id: string;
+  type: "approval";
+  message: string | null;
+}
+export interface EmitStep {
+  id: string;
+  type: "emit";
+  event_type: string;
+  data: Record<string, unknown>;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
+
+export interface WorkflowDoc extends Doc {
+  environment: Environment;
+  name: string;
+  description: string | null;
+  status: "active" | "inactive";
+  trigger: Trigger;
+  steps: Step[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export type WorkflowView = Omit<WorkflowDoc, "org_id">;
+export const workflowView = ({ org_id: _o, ...view }: WorkflowDoc): WorkflowView => view;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));
+
+/** The trigger, checked: manual, or an event type (a custom type, or one the platform emits). */
+export function checkTrigger(raw: unknown): Trigger {
+  if (!isObject(raw)) throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
+  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type");
+  if (unknown) throw new ApiError("parameter_unknown", `trigger has no field '${unknown}'`, { param: `trigger.${unknown}` });
+  if (raw.type === "manual") {
+    if (raw.event_type !== undefined) throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
+    return { type: "manual" };
+  }
+  if (raw.type !== "event") throw invalidParam("trigger.type", "trigger.type must be 'manual' or 'event'");
+  const type = raw.event_type;
+  if (typeof type !== "string" || !EVENT_TYPE_PATTERN.test(type)) {
+    throw invalidParam("trigger.event_type", "trigger.event_type must be an event type such as 'order.created'");
+  }
+  if (isReservedType(type) && !isSystemType(type)) {
+    throw invalidParam("trigger.event_type", `Unknown event type '${type}': GET /v1/events/types lists the system types`);
+  }
+  return { type: "event", event_type: type };
+}
+
+/** Where a step's problem is, for the error: `steps[2].url`, with the step's id in the message. */
+class StepFault {
+  constructor(
+    private readonly index: number,
+    private readonly id: string | undefined,
+  ) {}
+
+  param(field?: string): string {
+    return `steps[${this.index}]${field ? `.${field}` : ""}`;
+  }
+
+  error(field: string | undefined, message: string, code: ErrorCode = "parameter_invalid"): ApiError {
+    const which = this.id ? `step '${this.id}' (steps[${this.index}])` : `steps[${this.index}]`;
+    return new ApiError(code, `${which}: ${message}`, { param: this.param(field) });
+  }
+}
+
+const FIELDS: Record<StepType, readonly string[]> = {
+  http: ["method", "url", "headers", "body", "timeout_ms", "retries"],
+  delay: ["duration_ms"],
+  approval: ["message"],
+  emit: ["event_type", "data"],
+};
+
+function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw fault.error(field, `${field} must be a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/** Every `{{…}}` in the strings of `value` must name the input or the output of an earlier step. */
+function checkTemplates(fault: StepFault, field: string, value: unknown, earlier: ReadonlySet<string>): void {
+  if (typeof value === "string") {
+    for (const match of value.matchAll(TEMPLATE)) {
+      const ref = REFERENCE.exec(match[1]);
+      if (!ref) {
+        throw fault.error(field, `'{{${match[1]}}}' is not a template: use {{input.<path>}} or {{steps.<step_id>.output.<path>}}`);
+      }
+      if (ref[1] !== undefined && !earlier.has(ref[1])) {
+        throw fault.error(field, `'{{${match[1].trim()}}}' refers to '${ref[1]}', which is not an earlier step`);
+      }
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => checkTemplates(fault, `${field}[${i}]`, v, earlier));
+  } else if (isObject(value)) {
+    for (const [k, v] of Object.entries(value)) checkTemplates(fault, `${field}.${k}`, v, earlier);
+  }
+}
+
+const hasTemplate = (s: string): boolean => s.includes("{{");
+
+/**
+ * The steps, checked and completed with their defaults. A literal `http` URL passes the webhook URL
+ * rules now (https, public addresses); one with templates is checked when the run resolves it.
+ */
+export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step[]> {
+  if (!Array.isArray(raw) || raw.length < 1 || raw.length > MAX_STEPS) {
+    throw invalidParam("steps", `steps must be a list of 1 to ${MAX_STEPS} steps`);
+  }
+  if (jsonBytes(raw) > 4 * STEP_VALUE_MAX_BYTES) throw invalidParam("steps", `the steps are over ${4 * STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  const earlier = new Set<string>();
+  const steps: Step[] = [];
+  for (const [index, item] of raw.entries()) {
+    const fault = new StepFault(index, isObject(item) && typeof item.id === "string" ? item.id : undefined);
+    if (!isObject(item)) throw fault.error(undefined, "each step must be an object with an id and a type");
+    const id = item.id ?? `step_${index + 1}`;
+    if (typeof id !== "string" || !STEP_ID.test(id)) {
+      throw fault.error("id", "id must start with a lower-case letter and hold only a-z, 0-9 and _ (at most 50)");
+    }
+    if (earlier.has(id)) throw fault.error("id", `the id '${id}' is used by an earlier step`);
+    const type = item.type as StepType;
+    if (!STEP_TYPES.includes(type)) throw fault.error("type", `type must be one of ${STEP_TYPES.join(", ")}`);
+    const extra = Object.keys(item).find((k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k));
+    if (extra) throw fault.error(extra, `a ${type} step has no field '${extra}' (it takes ${FIELDS[type].join(", ")})`, "parameter_unknown");
+    for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier);
+    steps.push(await checkStep(fault, id, type, item, rules));
+    earlier.add(id);
+  }
+  return steps;
+}
+
+async function checkStep(fault: StepFault, id: string, type: StepType, item: Record<string, unknown>, rules: TargetRules): Promise<Step> {
+  switch (type) {
+    case "http": {
+      const method = item.method ?? "POST";
+      if (!HTTP_METHODS.includes(method as HttpStep["method"])) throw fault.error("method", `method must be one of ${HTTP_METHODS.join(", ")}`);
+      if (typeof item.url !== "string" || item.url.length === 0 || item.url.length > 2048) {
+        throw fault.error("url", "url must be an absolute URL of at most 2048 characters");
+      }
+      if (!hasTemplate(item.url)) {
+        try {
+          await checkTargetUrl(item.url, rules);
+        } catch (err) {
+          if (err instanceof ApiError) throw fault.error("url", err.message, err.type as ErrorCode);
+          throw err;
+        }
+      }
+      const headers = item.headers ?? {};
+      if (!isObject(headers) || Object.values(headers).some((v) => typeof v !== "string") || Object.keys(headers).length > 50) {
+        throw fault.error("headers", "headers must be an object of at most 50 names with string values");
+      }
+      const bad = Object.keys(headers).find((h) => !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h));
+      if (bad !== undefined) throw fault.error(`headers.${bad}`, `'${bad}' is not a valid header name`);
+      if (item.body !== undefined && jsonBytes(item.body) > STEP_VALUE_MAX_BYTES) {
+        throw fault.error("body", `body is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+      }
+      return {
+        id,
+        type,
+        method: method as HttpStep["method"],
+        url: item.url,
+        headers: headers as Record<string, string>,
+        body: item.body ?? null,
+        timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, HTTP_TIMEOUT_MAX_MS, HTTP_TIMEOUT_DEFAULT_MS),
+        retries: integerIn(fault, "retries", item.retries, 0, HTTP_RETRIES_MAX, 0),
+      };
+    }
+    case "delay":
+      return { id, type, duration_ms: integerIn(fault, "duration_ms", item.duration_ms, 1, DELAY_MAX_MS) };
+    case "approval": {
+      const message = item.message ?? null;
+      if (message !== null && (typeof message !== "string" || message.length > 1000)) {
+        throw fault.error("message", "message must be a string of at most 1000 characters");
+      }
+      return { id, type, message };
+    }
+    case "emit": {
+      const eventType = item.event_type;
+      if (typeof eventType !== "string" || !EVENT_TYPE_PATTERN.test(eventType)) {
+        throw fault.error("event_type", "event_type must be an event type such as 'order.shipped'");
+      }
+      if (isReservedType(eventType)) throw fault.error("event_type", `'${eventType}' is a system event type; workflows emit custom types only`);
+      const data = item.data ?? {};
+      if (!isObject(data)) throw fault.error("data", "data must be an object");
+      if (jsonBytes(data) > STEP_VALUE_MAX_BYTES) throw fault.error("data", `data is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+      return { id, type, event_type: eventType, data };
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import { idParam, pageParams, type PageParams } from "../../shared/pagination";
+
+const id = idParam;
+const name = { type: "string", trim: true, min: 1, max: 200 } as const;
+const description = { type: "string", trim: true, max: 1000, optional: true } as const;
+const status = { type: "enum", values: ["active", "inactive"], optional: true } as const;
+// The trigger and the steps are checked in the logic, to name the step and field at fault.
+const trigger = { type: "any" } as const;
+const steps = { type: "any" } as const;
+
+export const createParams = { $$strict: true, name, description, status, trigger, steps } as const;
+export interface CreateParams {
+  name: string;
+  description?: string;
+  status?: "active" | "inactive";
+  trigger: unknown;
+  steps: unknown;
+}
+
+export const listParams = {
+  $$strict: true,
+  ...pageParams,
+  status,
+  trigger_event_type: { type: "string", min: 1, max: 100, optional: true },
+} as const;
+export interface ListParams extends PageParams {
+  status?: "active" | "inactive";
+  trigger_event_type?: string;
+}
+
+
+export const updateParams = {
+  $$strict: true,
+  id,
+  name: { ...name, optional: true },
+  description: { ...description, nullable: true },
+  status,
+  trigger: { type: "any", optional: true },
+  steps: { type: "any", optional: true },
+} as const;
+export interface UpdateParams {
+  id: string;
+  name?: string;
+  description?: string | null;
+  status?: "active" | "inactive";
+  trigger?: unknown;
+  steps?: unknown;
+}
+
+export { idParams, type IdParams } from "../../shared/pagination";
