@@ -18,11 +18,15 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     // Time-outs and the breaker guard remote calls; in one process a call cannot be lost in transit,
     // and their per-call timers cost ~8 % of the gateway's CPU.
     requestTimeout: clustered ? settings.requestTimeoutMs : 0,
-    retryPolicy: { enabled: false },
+    // Retries only where a caller asks for them (`retries` in the call's options): the gateway does
+    // for reads, which are safe to repeat, so a read sent to a node that just died is answered by
+    // another once the broker drops the dead node.
+    retryPolicy: { enabled: clustered, retries: 0, delay: 100, maxDelay: 1000, factor: 2, check: (err: Error) => Boolean((err as { retryable?: boolean }).retryable) },
     circuitBreaker: { enabled: clustered, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000 },
     registry: { strategy: "RoundRobin", preferLocal: true },
-    heartbeatInterval: 5,
-    heartbeatTimeout: 15,
+    // A node killed without a goodbye is dropped (and calls pending on it rejected) after 6 s.
+    heartbeatInterval: 2,
+    heartbeatTimeout: 6,
     // Finish requests in flight before a node stops (graceful shutdown).
     tracking: { enabled: true, shutdownTimeout: 10_000 },
     metrics: false,

@@ -30,6 +30,7 @@ export interface Settings {
   webhookTimeoutMs: number;
   webhookRetryDelaysMs: number[];
   webhookAllowPrivateTargets: boolean;
+  workflowRetryBaseMs: number;
 }
 
 export class SettingsError extends Error {
@@ -107,5 +108,6 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 1, 600000),
     webhookRetryDelaysMs: delays.map(Number),
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
+    workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
   };
 }

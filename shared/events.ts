@@ -41,9 +41,13 @@ export interface EventDoc extends Doc {
    * the sweep looks for old ones. Absent afterwards, so its index holds only the undispatched.
    */
   undispatched_since?: number;
+  /** Internal: the same for the workflows service, until it has started the runs this event triggers. */
+  untriggered_since?: number;
+  /** Internal: the workflow whose run emitted this event; it does not trigger that workflow again. */
+  origin_workflow_id?: string;
 }
 
-export type EventView = Omit<EventDoc, "org_id" | "undispatched_since">;
+export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id">;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {
@@ -69,6 +73,7 @@ export function eventsCollection(store: Store): Collection<EventDoc> {
     { fields: { org_id: 1, environment: 1, id: -1 } },
     { fields: { org_id: 1, environment: 1, type: 1, id: -1 } },
     { fields: { undispatched_since: 1 }, sparse: true },
+    { fields: { untriggered_since: 1 }, sparse: true },
   ]);
 }
 
@@ -78,12 +83,23 @@ export interface NewEvent {
   type: string;
   data: Record<string, unknown>;
   source: string;
+  /** Given by a caller that must record the event exactly once (a retried insert then fails as a duplicate). */
+  id?: string;
+  origin_workflow_id?: string;
 }
 
 /** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
 export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
   const now = Date.now();
-  const doc: EventDoc = { id: newId("evt"), ...input, created_at: new Date(now).toISOString(), undispatched_since: now };
+  const { id = newId("evt"), origin_workflow_id, ...fields } = input;
+  const doc: EventDoc = {
+    id,
+    ...fields,
+    created_at: new Date(now).toISOString(),
+    undispatched_since: now,
+    untriggered_since: now,
+    ...(origin_workflow_id && { origin_workflow_id }),
+  };
   await events.insert(doc);
   // A lost wake-up only delays the reaction until the next sweep of the log.
   broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);

@@ -159,7 +159,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
 
       const meta: CallMeta = { auth: caller, api_version: x.version, request_id: x.requestId };
-      const data = await this.broker.call<any, Record<string, unknown>>(route.action, { ...body, ...query, ...match.params }, { meta });
+      // Reads are safe to repeat: one that meets a dead node is retried on another (cluster only).
+      const data = await this.broker.call<any, Record<string, unknown>>(route.action, { ...body, ...query, ...match.params }, { meta, ...(route.method === "GET" && { retries: 2 }) });
       // A request whose key was revoked while it ran is refused, whatever it did.
       if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
       const status = route.status ?? 200;

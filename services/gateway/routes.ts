@@ -40,6 +40,12 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read" },
   { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write" },
   { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write" },
+  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", status: 201 },
+  { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", list: true },
+  { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read" },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/cancel", action: "workflows.cancelRun", scope: "workflows:write" },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/approve", action: "workflows.approveRun", scope: "workflows:write" },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/reject", action: "workflows.rejectRun", scope: "workflows:write" },
 
   { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201 },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },

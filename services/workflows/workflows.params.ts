@@ -48,3 +48,26 @@ export interface UpdateParams {
 }
 
 export { idParams, type IdParams } from "../../shared/pagination";
+
+export const startRunParams = { $$strict: true, id, input: { type: "object", optional: true } } as const;
+export interface StartRunParams {
+  id: string;
+  input?: Record<string, unknown>;
+}
+
+export const listRunsParams = {
+  $$strict: true,
+  id,
+  ...pageParams,
+  status: { type: "enum", values: ["queued", "running", "waiting", "succeeded", "failed", "cancelled"], optional: true },
+} as const;
+export interface ListRunsParams extends PageParams {
+  id: string;
+  status?: string;
+}
+
+export const runParams = { $$strict: true, id, run_id: id } as const;
+export interface RunParams {
+  id: string;
+  run_id: string;
+}

@@ -1,20 +1,60 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, notFound } from "../../shared/errors";
+import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
+import { ALL_TENANTS, type Collection, type Filter, type Store, type Tenant } from "../../shared/storage/types";
+import { RUN_DUE, RunEngine } from "./engine";
+import { finish, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
 import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
-import { createParams, idParams, listParams, updateParams, type CreateParams, type IdParams, type ListParams, type UpdateParams } from "./workflows.params";
+import {
+  createParams,
+  idParams,
+  listParams,
+  listRunsParams,
+  runParams,
+  startRunParams,
+  updateParams,
+  type CreateParams,
+  type IdParams,
+  type ListParams,
+  type ListRunsParams,
+  type RunParams,
+  type StartRunParams,
+  type UpdateParams,
+} from "./workflows.params";
+
+/** Runs one workflows node drives at once. */
+const MAX_ACTIVE_RUNS = 64;
+/** An event younger than this is left to the node its wake-up went to. */
+const SWEEP_GRACE_MS = 2000;
+const SWEEP_BATCH = 500;
+const SWEEP_MS = 500;
+/** JSON size of a run's input. */
+const INPUT_MAX_BYTES = 64 * 1024;
 
 interface WorkflowsVars {
   store: Store;
   workflows: Collection<WorkflowDoc>;
+  runs: Collection<RunDoc>;
+  events: Collection<EventDoc>;
+  engine: RunEngine;
+  incoming: EventDoc[];
+  flushScheduled: boolean;
+  sweeping: boolean;
+  sweeper: NodeJS.Timeout | undefined;
 }
 interface WorkflowsMethods {
   checkedSteps(steps: unknown, tenant: Required<Tenant>): Promise<Step[]>;
+  ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
+  /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
+  decide(tenant: Required<Tenant>, params: RunParams, kind: "cancel" | "approve" | "reject"): Promise<RunView>;
+  /** Starts the runs these events trigger; answers how many events are done. */
+  trigger(events: EventDoc[]): Promise<number>;
+  sweep(): Promise<void>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -94,6 +134,70 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       },
     },
 
+    /** POST /workflows/{id}/runs — workflows:write; an active workflow only. */
+    startRun: {
+      params: startRunParams,
+      async handler(ctx: Ctx<StartRunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.workflows.get(tenant, ctx.params.id);
+        if (!workflow) throw notFound("workflow", ctx.params.id);
+        if (workflow.status !== "active") throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        const input = ctx.params.input ?? {};
+        if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES) throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
+        const run = newRun(workflow, input, { type: "manual" }, Date.now());
+        await this.runs.insert(run);
+        // A lost wake-up only delays the run until a node's next poll.
+        this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+        return runView(run);
+      },
+    },
+
+    /** GET /workflows/{id}/runs — workflows:read; newest first. */
+    listRuns: {
+      params: listRunsParams,
+      async handler(ctx: Ctx<ListRunsParams>): Promise<ListResult<RunView>> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.workflows.get(tenant, ctx.params.id);
+        // Runs outlive their workflow: list them while any exist.
+        const filter: Filter = { workflow_id: ctx.params.id, ...(ctx.params.status && { status: ctx.params.status }) };
+        const page = await newestFirst(this.runs, tenant, filter, ctx.params, runView);
+        if (!workflow && page.total === 0) throw notFound("workflow", ctx.params.id);
+        return page;
+      },
+    },
+
+    /** GET /workflows/{id}/runs/{run_id} — workflows:read */
+    getRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return runView(await this.ownRun(tenantOf(ctx), ctx.params));
+      },
+    },
+
+    /** POST /workflows/{id}/runs/{run_id}/cancel — workflows:write; a run that has ended is a conflict. */
+    cancelRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return this.decide(tenantOf(ctx), ctx.params, "cancel");
+      },
+    },
+
+    /** POST /workflows/{id}/runs/{run_id}/approve — workflows:write; only while it waits for approval. */
+    approveRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return this.decide(tenantOf(ctx), ctx.params, "approve");
+      },
+    },
+
+    /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
+    rejectRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return this.decide(tenantOf(ctx), ctx.params, "reject");
+      },
+    },
+
     /** DELETE /workflows/{id} — workflows:write */
     remove: {
       params: idParams,
@@ -105,17 +209,165 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     },
   },
 
+  events: {
+    /** Wake-up from whoever stored an event; one workflows node gets each. */
+    [EVENT_STORED]: {
+      handler(ctx: Context<{ event: EventDoc }>) {
+        this.incoming.push(ctx.params.event);
+        if (this.flushScheduled) return;
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          const batch = this.incoming.splice(0);
+          if (batch.length > 0) this.trigger(batch).catch((err) => this.logger.warn("starting triggered runs failed; the sweep retries", err));
+        });
+      },
+    },
+    [RUN_DUE]: {
+      handler(ctx: Context<{ id: string }>) {
+        this.engine.wake(ctx.params.id);
+      },
+    },
+  },
+
   methods: {
+    async ownRun(tenant, { id, run_id }) {
+      const run = await this.runs.findOne(tenant, { id: run_id, workflow_id: id });
+      if (!run) throw new ApiError("resource_not_found", `No such run: '${run_id}'`, { param: "run_id" });
+      return run;
+    },
+
+    async decide(tenant, params, kind) {
+      for (let tries = 0; ; tries += 1) {
+        const run = await this.ownRun(tenant, params);
+        const at = nowIso();
+        let set: Partial<RunDoc>;
+        if (kind === "cancel") {
+          if (TERMINAL.has(run.status)) throw new ApiError("invalid_state", `The run has ended (${run.status})`, { param: "run_id" });
+          set = finish(run, "cancelled", at, "cancelled");
+        } else {
+          const waiting = run.status === "waiting" && run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting";
+          if (!waiting) throw new ApiError("invalid_state", `The run is not waiting for approval (${run.status})`, { param: "run_id" });
+          const steps = [...run.steps];
+          if (kind === "approve") {
+            steps[run.cursor] = { ...steps[run.cursor], status: "succeeded", output: { approved: true }, finished_at: at };
+            set = { status: "running", cursor: run.cursor + 1, steps };
+          } else {
+            steps[run.cursor] = { ...steps[run.cursor], output: { approved: false } };
+            set = finish({ ...run, steps }, "failed", at, "failed", "rejected");
+          }
+        }
+        // The engine's claim goes with the change: a node still in a step of a cancelled run stops
+        // at its next write.
+        const updated = await this.runs.update(
+          tenant,
+          { id: run.id, rev: run.rev },
+          { $set: { ...set, rev: run.rev + 1, updated_at: at, due_at: Date.now() }, $unset: { lease: true } },
+        );
+        if (updated) {
+          this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+          return runView(updated);
+        }
+        if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });
+      }
+    },
+
+    async trigger(events) {
+      const byTenant = new Map<string, EventDoc[]>();
+      for (const event of events) {
+        const key = `${event.org_id}\n${event.environment}`;
+        byTenant.set(key, [...(byTenant.get(key) ?? []), event]);
+      }
+      const incomplete = new Set<string>();
+      const started: string[] = [];
+      await Promise.all(
+        [...byTenant.values()].map(async (group) => {
+          const tenant = { org_id: group[0].org_id, environment: group[0].environment };
+          const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
+          const now = Date.now();
+          await Promise.all(
+            group.flatMap((event) =>
+              listening
+                .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
+                .map(async (wf) => {
+                  const run = newRun(wf, { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } }, { type: "event", event_id: event.id, event_type: event.type }, now);
+                  try {
+                    await this.runs.insert(run);
+                    started.push(run.id);
+                  } catch (err) {
+                    // Started already (a sweep racing a wake-up); anything else: the sweep retries.
+                    if ((err as ApiError).type !== "resource_exists") incomplete.add(event.id);
+                  }
+                }),
+            ),
+          );
+        }),
+      );
+      for (const id of started) this.engine.wake(id);
+      const done = events.filter((e: EventDoc) => !incomplete.has(e.id)).map((e: EventDoc) => e.id);
+      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { untriggered_since: true } });
+      return done.length;
+    },
+
+    /** Stored events no workflows node has looked at (their wake-up was lost, or none ran). */
+    async sweep() {
+      if (this.sweeping) return;
+      this.sweeping = true;
+      try {
+        for (;;) {
+          const stale = await this.events.find(ALL_TENANTS, { untriggered_since: { $lt: Date.now() - SWEEP_GRACE_MS } }, { limit: SWEEP_BATCH });
+          const done = stale.length > 0 ? await this.trigger(stale) : 0;
+          if (stale.length < SWEEP_BATCH || done === 0) break;
+        }
+      } catch (err) {
+        this.logger.warn("event sweep failed; the next one retries", err);
+      } finally {
+        this.sweeping = false;
+      }
+    },
+
     checkedSteps(steps, tenant) {
       return checkSteps(steps, { allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets, environment: tenant.environment });
     },
   },
 
   created() {
+    const settings = settingsOf(this.broker);
     this.workflows = this.store.collection<WorkflowDoc>("workflows", [
       { fields: { org_id: 1, environment: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1 } },
     ]);
+    this.runs = this.store.collection<RunDoc>("workflow_runs", [
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
+      { fields: { trigger_key: 1 }, unique: true, sparse: true },
+      // Only runs the engine has work on carry `due_at`: the claim index stays small.
+      { fields: { due_at: 1 }, sparse: true },
+    ]);
+    this.events = eventsCollection(this.store);
+    this.engine = new RunEngine({
+      runs: this.runs,
+      events: this.events,
+      broker: this.broker,
+      logger: this.logger,
+      allowPrivate: settings.webhookAllowPrivateTargets,
+      retryBaseMs: settings.workflowRetryBaseMs,
+      maxActive: MAX_ACTIVE_RUNS,
+    });
+    this.incoming = [];
+    this.flushScheduled = false;
+    this.sweeping = false;
+  },
+
+  started() {
+    this.engine.start();
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+  },
+
+  /** Finishes the steps in flight and hands their runs back for any node to go on. */
+  async stopped() {
+    clearInterval(this.sweeper);
+    await this.engine.stop();
   },
 };
 

@@ -1,0 +1,316 @@
+import { randomUUID } from "node:crypto";
+import type { ServiceBroker } from "moleculer";
+import { Agent, request } from "undici";
+import { ApiError } from "../../shared/errors";
+import { recordEvent, type EventDoc } from "../../shared/events";
+import { newId } from "../../shared/ids";
+import { checkTargetUrl, guardedLookup } from "../../shared/net-guard";
+import { ALL_TENANTS, type Collection, type Update } from "../../shared/storage/types";
+import { finish, render, retryDelay, scopeOf, TERMINAL, type OutboxEvent, type RunDoc, type RunStep } from "./runs.logic";
+import type { HttpStep, Step } from "./workflows.logic";
+
+/** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
+export const RUN_DUE = "workflow_run.due";
+
+/** A claim outlives the longest step it may cover (an http attempt) by this much. */
+const LEASE_MARGIN_MS = 5_000;
+const POLL_MS = 500;
+/** Waits up to this long are also kept by a local timer, not only found by the poll. */
+const LOCAL_TIMER_MAX_MS = 60_000;
+/** Bytes of an http step's answer kept as its output. */
+const ANSWER_LIMIT = 64 * 1024;
+
+export interface EngineOptions {
+  runs: Collection<RunDoc>;
+  events: Collection<EventDoc>;
+  broker: ServiceBroker;
+  logger: ServiceBroker["logger"];
+  allowPrivate: boolean;
+  retryBaseMs: number;
+  /** Runs this node drives at once. */
+  maxActive: number;
+}
+
+type Claimed = RunDoc & { lease: string };
+
+const leaseFor = (step: Step | undefined): number => (step?.type === "http" ? step.timeout_ms : 0) + LEASE_MARGIN_MS;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Drives runs, durably: a node claims a due run with a compare-and-set lease, executes its steps one
+ * by one and stores the run after each (under its lease), so a node killed mid-run leaves a run that
+ * falls due again when the lease runs out and any workflows node resumes it at the step it was on.
+ * Waits (a delay, an http retry's back-off) are stored due times; a run waiting for approval has no
+ * due time and is only moved by the API.
+ */
+export class RunEngine {
+  private active = 0;
+  private stopping = false;
+  private poller: NodeJS.Timeout | undefined;
+  private polling = false;
+  private readonly driving = new Set<Promise<void>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly agent: Agent;
+
+  constructor(private readonly o: EngineOptions) {
+    this.agent = new Agent({ keepAliveTimeout: 10_000, connect: { lookup: guardedLookup(o.allowPrivate) } });
+  }
+
+  start(): void {
+    this.poller = setInterval(() => void this.poll(), POLL_MS);
+    this.poller.unref();
+    void this.poll();
+  }
+
+  /** Finishes the steps in flight and hands the runs back (due now) for any node to go on. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.poller);
+    for (const t of this.timers) clearTimeout(t);
+    await Promise.allSettled([...this.driving]);
+    await this.agent.close();
+  }
+
+  /** A run is due now: take it if this node has room (else the poll finds it). */
+  wake(id: string): void {
+    void this.claim(id);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || this.stopping) return;
+    this.polling = true;
+    try {
+      while (this.active < this.o.maxActive && (await this.claim())) {
+        // claimed one; look for the next
+      }
+    } catch (err) {
+      this.o.logger.warn("run poll failed; the next one retries", err);
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async claim(id?: string): Promise<boolean> {
+    if (this.stopping || this.active >= this.o.maxActive) return false;
+    const now = Date.now();
+    const lease = randomUUID();
+    const run = await this.o.runs.update(
+      ALL_TENANTS,
+      { ...(id && { id }), due_at: { $lte: now } },
+      { $set: { due_at: now + LEASE_MARGIN_MS, lease } },
+      id ? {} : { sort: { due_at: 1 } },
+    );
+    if (!run) return false;
+    this.active += 1;
+    const driving: Promise<void> = this.drive(run as Claimed)
+      .catch((err) => this.o.logger.warn(`run ${run.id}: stopped by an error; it falls due again when its claim runs out`, err))
+      .finally(() => {
+        this.active -= 1;
+        this.driving.delete(driving);
+      });
+    this.driving.add(driving);
+    return true;
+  }
+
+  private later(id: string, ms: number): void {
+    if (ms > LOCAL_TIMER_MAX_MS || this.stopping) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.wake(id);
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  /**
+   * One write under the lease; extends the claim to cover the next step unless `release`. Answers
+   * the run as stored, or null when the run is no longer this node's (cancelled meanwhile).
+   */
+  private async save(run: Claimed, set: Partial<RunDoc>, release?: { dueAt: number | null }): Promise<Claimed | null> {
+    const now = Date.now();
+    const next = set.cursor ?? run.cursor;
+    const update: Update = {
+      $set: {
+        ...set,
+        rev: run.rev + 1,
+        updated_at: iso(now),
+        ...(release ? release.dueAt !== null && { due_at: release.dueAt } : { due_at: now + leaseFor(run.definition[next]) }),
+      },
+      ...(release && { $unset: release.dueAt === null ? { lease: true, due_at: true } : { lease: true } }),
+    };
+    const saved = await this.o.runs.update(ALL_TENANTS, { id: run.id, lease: run.lease, rev: run.rev }, update);
+    if (saved) return release ? null : (saved as Claimed);
+    // Someone else wrote: an approval or rejection keeps our claim (go on from what is stored);
+    // a cancellation takes it away (stop).
+    const fresh = await this.o.runs.get({ org_id: run.org_id, environment: run.environment }, run.id);
+    return fresh && fresh.lease === run.lease ? (fresh as Claimed) : null;
+  }
+
+  private async publish(run: Claimed, events: OutboxEvent[]): Promise<void> {
+    for (const e of events) {
+      try {
+        await recordEvent(this.o.events, this.o.broker, {
+          id: e.id,
+          org_id: run.org_id,
+          environment: run.environment,
+          type: e.type,
+          data: e.data,
+          source: "workflows",
+          origin_workflow_id: run.workflow_id,
+        });
+      } catch (err) {
+        // Recorded before a crash: its id is taken, so it is stored once.
+        if ((err as ApiError).type !== "resource_exists") throw err;
+      }
+    }
+  }
+
+  private async drive(claimed: Claimed): Promise<void> {
+    let run: Claimed | null = claimed;
+    while (run) {
+      if (this.stopping) {
+        await this.save(run, {}, { dueAt: Date.now() });
+        return;
+      }
+      if (run.outbox.length > 0) {
+        await this.publish(run, run.outbox);
+        run = await this.save(run, { outbox: [] });
+        continue;
+      }
+      const step = run.definition[run.cursor];
+      const state = run.steps[run.cursor];
+      if (TERMINAL.has(run.status) || (step?.type === "approval" && state.status === "waiting")) {
+        await this.save(run, {}, { dueAt: null });
+        return;
+      }
+      const now = Date.now();
+      if (!step) {
+        run = await this.save(run, finish(run, "succeeded", iso(now)));
+        continue;
+      }
+      run = await this.advance(run, step, state, now);
+    }
+  }
+
+  /** Takes the current step one move further; answers the run to go on with, or null. */
+  private async advance(run: Claimed, step: Step, state: RunStep, now: number): Promise<Claimed | null> {
+    const at = iso(now);
+    const steps = [...run.steps];
+    const put = (patch: Partial<RunStep>) => {
+      steps[run.cursor] = { ...state, ...patch };
+      return steps;
+    };
+    switch (step.type) {
+      case "delay": {
+        if (state.status !== "waiting") {
+          const dueAt = now + step.duration_ms;
+          await this.save(run, { status: "waiting", steps: put({ status: "waiting", started_at: at }) }, { dueAt });
+          this.later(run.id, step.duration_ms);
+          return null;
+        }
+        return this.save(run, { status: "running", cursor: run.cursor + 1, steps: put({ status: "succeeded", output: { waited_ms: step.duration_ms }, finished_at: at }) });
+      }
+      case "approval": {
+        const message = step.message === null ? null : render(step.message, scopeOf(run));
+        const event: OutboxEvent = {
+          id: newId("evt"),
+          type: "approval.requested",
+          data: { workflow_id: run.workflow_id, run_id: run.id, step_id: step.id, message },
+        };
+        return this.save(run, { status: "waiting", steps: put({ status: "waiting", started_at: at }), outbox: [...run.outbox, event] });
+      }
+      case "emit": {
+        const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
+        const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
+        return this.save(run, {
+          status: "running",
+          cursor: run.cursor + 1,
+          steps: put({ status: "succeeded", output: { event_id: event.id }, started_at: at, finished_at: at, attempts: 1 }),
+          outbox: [...run.outbox, event],
+        });
+      }
+      case "http": {
+        if (run.status !== "running" || state.status !== "running") {
+          // Shown as running before the request leaves (a crash then repeats the attempt).
+          return this.save(run, { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) });
+        }
+        const result = await this.call(step, run);
+        const attempts = state.attempts + 1;
+        const done = iso(Date.now());
+        if (result.ok) {
+          return this.save(run, { cursor: run.cursor + 1, steps: put({ status: "succeeded", output: result.output, error: null, attempts, finished_at: done }) });
+        }
+        if (attempts <= step.retries) {
+          const wait = retryDelay(this.o.retryBaseMs, attempts);
+          await this.save(run, { steps: put({ output: result.output, error: result.error, attempts }) }, { dueAt: Date.now() + wait });
+          this.later(run.id, wait);
+          return null;
+        }
+        const failed = { ...run, steps: put({ output: result.output, attempts }) };
+        return this.save(run, finish(failed, "failed", done, "failed", result.error ?? "failed"));
+      }
+    }
+  }
+
+  /** One attempt of an http step, its fields filled from the run's input and earlier outputs. */
+  private async call(step: HttpStep, run: RunDoc): Promise<{ ok: boolean; output: unknown; error: string | null }> {
+    const scope = scopeOf(run);
+    const url = String(render(step.url, scope));
+    try {
+      await checkTargetUrl(url, { allowPrivate: this.o.allowPrivate, environment: run.environment });
+    } catch (err) {
+      return { ok: false, output: null, error: `url '${url.slice(0, 200)}': ${(err as Error).message}` };
+    }
+    const headers = render(step.headers, scope) as Record<string, string>;
+    const rendered = step.body === null ? undefined : render(step.body, scope);
+    const body = rendered === undefined || rendered === null ? undefined : typeof rendered === "string" ? rendered : JSON.stringify(rendered);
+    const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
+    if (body !== undefined && !lower["content-type"]) lower["content-type"] = typeof rendered === "string" ? "text/plain" : "application/json";
+    lower["user-agent"] ??= "wfp-workflows/1";
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), step.timeout_ms);
+    try {
+      const res = await request(url, {
+        dispatcher: this.agent,
+        method: step.method,
+        headers: lower,
+        body,
+        signal: abort.signal,
+        headersTimeout: step.timeout_ms,
+        bodyTimeout: step.timeout_ms,
+      });
+      const text = await readLimited(res.body, ANSWER_LIMIT);
+      const type = String(res.headers["content-type"] ?? "");
+      let parsed: unknown = text;
+      if (type.includes("json")) {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+      }
+      const output = { status_code: res.statusCode, body: parsed };
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      return { ok, output, error: ok ? null : `the server answered ${res.statusCode}` };
+    } catch (err) {
+      if (abort.signal.aborted) return { ok: false, output: null, error: `no answer within ${step.timeout_ms} ms` };
+      const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+      const code = e.cause?.code ?? e.code;
+      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return { ok: false, output: null, error: `no answer within ${step.timeout_ms} ms` };
+      if (code === "ECONNREFUSED") return { ok: false, output: null, error: "connection refused" };
+      return { ok: false, output: null, error: `${code ?? "error"}: ${e.cause?.message ?? e.message ?? String(err)}`.slice(0, 300) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+async function readLimited(body: AsyncIterable<Buffer> & { destroy?: () => void }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size < limit) chunks.push(chunk.subarray(0, limit - size));
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,0 +1,168 @@
+import { newId } from "../../shared/ids";
+import type { Doc, Environment } from "../../shared/storage/types";
+import type { Step, WorkflowDoc } from "./workflows.logic";
+
+/**
+ * Runs (contract section 6) as a state machine over a stored document. Every change is one write:
+ * the engine writes under its lease (compare-and-set on `lease`), the API (approve, reject, cancel)
+ * under the revision it read (`rev`). Events the run must publish go into its `outbox` in the same
+ * write, each with its id chosen then, so publishing them again after a crash stores nothing twice.
+ */
+export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const TERMINAL: ReadonlySet<RunStatus> = new Set(["succeeded", "failed", "cancelled"]);
+
+export type StepStatus = "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
+
+export interface RunStep {
+  id: string;
+  type: Step["type"];
+  status: StepStatus;
+  output: unknown;
+  error: string | null;
+  attempts: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+
+export interface OutboxEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunDoc extends Doc {
+  environment: Environment;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  input: Record<string, unknown>;
+  steps: RunStep[];
+  trigger: RunTrigger;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
+  definition: Step[];
+  /** Internal: index of the current step. */
+  cursor: number;
+  /** Internal: bumped by every write; the API's compare-and-set. */
+  rev: number;
+  /** Internal: ms since the epoch when the engine has work on this run; absent while it waits for a person or has ended. */
+  due_at?: number;
+  /** Internal: the engine node's claim. */
+  lease?: string;
+  outbox: OutboxEvent[];
+  /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
+  trigger_key?: string;
+}
+
+export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "outbox" | "trigger_key">;
+
+export const runView = ({
+  org_id: _o,
+  definition: _d,
+  cursor: _c,
+  rev: _r,
+  due_at: _due,
+  lease: _l,
+  outbox: _ob,
+  trigger_key: _t,
+  ...view
+}: RunDoc): RunView => view;
+
+export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number): RunDoc {
+  const at = new Date(nowMs).toISOString();
+  return {
+    id: newId("run"),
+    org_id: workflow.org_id,
+    environment: workflow.environment,
+    workflow_id: workflow.id,
+    workflow_version: workflow.version,
+    status: "queued",
+    input,
+    steps: workflow.steps.map((s) => ({ id: s.id, type: s.type, status: "pending", output: null, error: null, attempts: 0, started_at: null, finished_at: null })),
+    trigger,
+    created_at: at,
+    updated_at: at,
+    finished_at: null,
+    definition: workflow.steps,
+    cursor: 0,
+    rev: 0,
+    due_at: nowMs,
+    outbox: [],
+    ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
+  };
+}
+
+/** `workflow.completed`, with the run's terminal status. */
+export const completedEvent = (run: Pick<RunDoc, "workflow_id" | "id">, status: RunStatus): OutboxEvent => ({
+  id: newId("evt"),
+  type: "workflow.completed",
+  data: { workflow_id: run.workflow_id, run_id: run.id, status },
+});
+
+/**
+ * The run ended (`failed` or `cancelled` at the current step, or `succeeded`): the current step
+ * takes `stepStatus`, the steps after it are skipped, and `workflow.completed` is queued.
+ */
+export function finish(run: RunDoc, status: "succeeded" | "failed" | "cancelled", at: string, stepStatus?: StepStatus, error?: string): Partial<RunDoc> {
+  const steps = run.steps.map((s, i) => {
+    if (i === run.cursor && stepStatus) return { ...s, status: stepStatus, error: error ?? s.error, finished_at: at, started_at: s.started_at ?? at };
+    if (i >= run.cursor && (s.status === "pending" || s.status === "running" || s.status === "waiting")) return { ...s, status: "skipped" as const };
+    return s;
+  });
+  return { status, steps, finished_at: at, outbox: [...run.outbox, completedEvent(run, status)] };
+}
+
+// Templates ---------------------------------------------------------------------------------------
+
+const TEMPLATE = /\{\{(.*?)\}\}/g;
+const WHOLE = /^\{\{([^{}]*)\}\}$/;
+
+export interface TemplateScope {
+  input: unknown;
+  steps: Record<string, { output: unknown }>;
+}
+
+export function scopeOf(run: RunDoc): TemplateScope {
+  const steps: TemplateScope["steps"] = {};
+  for (const s of run.steps) if (s.status === "succeeded") steps[s.id] = { output: s.output };
+  return { input: run.input, steps };
+}
+
+function lookup(scope: TemplateScope, expression: string): unknown {
+  let value: unknown = scope;
+  for (const part of expression.trim().split(".")) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+/**
+ * Fills `{{input.…}}` and `{{steps.<id>.output.…}}` in every string of `value`. A string that is one
+ * template alone takes the value itself (a number stays a number); inside text, values are written
+ * as text (objects as JSON) and a missing value as nothing.
+ */
+export function render(value: unknown, scope: TemplateScope): unknown {
+  if (typeof value === "string") {
+    const whole = WHOLE.exec(value);
+    if (whole) return lookup(scope, whole[1]) ?? null;
+    return value.replace(TEMPLATE, (_m, expression: string) => {
+      const found = lookup(scope, expression);
+      if (found === undefined || found === null) return "";
+      return typeof found === "string" ? found : JSON.stringify(found);
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => render(v, scope));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, render(v, scope)]));
+  }
+  return value;
+}
+
+/** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */
+export const retryDelay = (baseMs: number, attempt: number): number => Math.min(60_000, baseMs * 2 ** (attempt - 1));

@@ -1,0 +1,128 @@
+import { existsSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import { api } from "../helpers/platform";
+import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+
+/**
+ * Durable runs across real processes over a real nats-server: one node with the store and the API,
+ * two workflows nodes, one of them killed with SIGKILL in the middle of a run's http step.
+ */
+jest.setTimeout(120_000);
+
+let nats: NatsServer;
+let dir: { path: string; remove(): void };
+const nodes: NodeProc[] = [];
+let gw: string;
+let admin: string;
+let common: Record<string, string>;
+
+/** The http steps' target: counts requests by path; `/slow` answers after 1.5 s. */
+let target: Server;
+let targetPort: number;
+const hits: { path: string; at: number; port: number }[] = [];
+
+beforeAll(async () => {
+  target = createServer((req, res) => {
+    hits.push({ path: req.url ?? "", at: Date.now(), port: req.socket.remotePort ?? -1 });
+    req.resume();
+    const answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+    if (req.url?.startsWith("/slow")) setTimeout(answer, 1500);
+    else answer();
+  });
+  await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
+  targetPort = (target.address() as { port: number }).port;
+
+  nats = await startNats();
+  dir = tempDir();
+  common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "100000" };
+  const port = await freePort();
+  nodes.push(startNode("api", { ...common, SERVICES: "store,gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
+  gw = `http://127.0.0.1:${port}/v1`;
+  await waitFor("the store socket", async () => existsSync(join(dir.path, "store.sock")));
+  await waitFor("the bootstrap CLI", async () => {
+    admin = runCli(["orgs", "create", "--name", "Runs Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
+    return true;
+  });
+  await waitForGateway(gw, admin);
+  for (const name of ["w1", "w2"]) nodes.push(startNode(name, { ...common, SERVICES: "workflows" }));
+  await waitFor("the workflows service", async () => (await api(gw, "GET", "/workflows", { key: admin })).status === 200);
+});
+
+afterAll(async () => {
+  if (process.env.CLUSTER_LOGS) writeFileSync(process.env.CLUSTER_LOGS, nodes.map((n) => `--- ${n.name}\n${n.output()}`).join("\n"));
+  await Promise.all(nodes.map((n) => n.kill("SIGKILL")));
+  await nats?.stop();
+  target?.closeAllConnections();
+  await new Promise((ok) => target?.close(ok));
+  dir?.remove();
+});
+
+const url = (path: string) => `http://127.0.0.1:${targetPort}${path}`;
+async function createWorkflow(steps: unknown[]) {
+  const res = await api(gw, "POST", "/workflows", { key: admin, body: { name: "wf", trigger: { type: "manual" }, steps } });
+  expect(res.status).toBe(201);
+  return res.body.data.id as string;
+}
+/**
+ * A run as the API shows it. Right after a SIGKILL, requests the broker balances to the dead node
+ * fail until its heartbeats are missed (HEARTBEAT_TIMEOUT): read again until one answers.
+ */
+async function runOf(wf: string, run: string) {
+  let res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
+  for (let tries = 0; res.status !== 200 && tries < 40; tries += 1) res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
+  expect(res.status).toBe(200);
+  return res.body.data;
+}
+
+describe("durable runs over NATS", () => {
+  it("two workflows nodes share runs and never execute one twice", async () => {
+    const wf = await createWorkflow([{ type: "http", method: "GET", url: url("/count/{{input.n}}") }, { type: "delay", duration_ms: 50 }]);
+    const runs: string[] = [];
+    for (let n = 0; n < 30; n += 1) runs.push((await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: { input: { n } } })).body.data.id);
+    await waitFor("every run to succeed", async () => (await Promise.all(runs.map((r) => runOf(wf, r)))).every((r) => r.status === "succeeded"), 30_000);
+    const counted = hits.filter((h) => h.path.startsWith("/count/")).map((h) => h.path);
+    expect(counted.sort()).toEqual(Array.from({ length: 30 }, (_, n) => `/count/${n}`).sort());
+  });
+
+  it("a node killed mid-step: another takes the run over and it finishes exactly once", async () => {
+    const wf = await createWorkflow([
+      { id: "first", type: "http", url: url("/first") },
+      { id: "slow", type: "http", url: url("/slow"), timeout_ms: 3000 },
+      { id: "tell", type: "emit", event_type: "run.resumed", data: { from: "{{steps.slow.output.body.ok}}" } },
+      { id: "after", type: "http", url: url("/after") },
+    ]);
+    const run = (await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: {} })).body.data.id as string;
+    await waitFor("the slow step to be in flight", () => hits.some((h) => h.path === "/slow"), 20_000);
+    // The node holding the connection to the target is the one executing the run.
+    const holder = nodes.filter((n) => n.name !== "api").find((n) => connectionsOf(n.child.pid!, targetPort).size > 0);
+    expect(holder).toBeDefined();
+    await holder!.kill("SIGKILL");
+    const killedAt = Date.now();
+
+    const failures: string[] = [];
+    await waitFor("the run to end", async () => {
+      const res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
+      if (res.status !== 200) failures.push(`${res.status} ${res.body?.error?.code}`);
+      return ["succeeded", "failed", "cancelled"].includes(res.body?.data?.status);
+    }, 60_000);
+    const done = await runOf(wf, run);
+    expect(done.status).toBe("succeeded");
+    expect(done.steps.map((s: any) => s.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
+    const count = (path: string) => hits.filter((h) => h.path === path).length;
+    expect(count("/first")).toBe(1);
+    // The step in flight when its node died runs again (at least once), only after the kill.
+    const slow = hits.filter((h) => h.path === "/slow");
+    expect(slow).toHaveLength(2);
+    expect(slow[1].at).toBeGreaterThanOrEqual(killedAt);
+    expect(count("/after")).toBe(1);
+    const events = async (type: string) => (await api(gw, "GET", `/events?type=${type}&per_page=100`, { key: admin })).body.data;
+    await waitFor("workflow.completed", async () => (await events("workflow.completed")).some((e: any) => e.data.run_id === run));
+    expect((await events("workflow.completed")).filter((e: any) => e.data.run_id === run).map((e: any) => e.data.status)).toEqual(["succeeded"]);
+    expect((await events("run.resumed")).map((e: any) => e.data)).toEqual([{ from: true }]);
+    console.log(
+      `kill test: run ${run} resumed ${((slow[1].at - killedAt) / 1000).toFixed(1)} s after the SIGKILL (the claim's time-out); ` +
+        `reads that failed meanwhile: ${failures.length} (${[...new Set(failures)].join(", ")})`,
+    );
+  });
+});
