@@ -58,6 +58,16 @@ interface WorkflowsMethods {
 }
 type Ctx<P> = Context<P, CallMeta>;
 
+/** The cancel, approve and reject actions: each a `decide` of its kind. */
+function decision(kind: "cancel" | "approve" | "reject") {
+  return {
+    params: runParams,
+    handler(this: WorkflowsMethods, ctx: Ctx<RunParams>): Promise<RunView> {
+      return this.decide(tenantOf(ctx), ctx.params, kind);
+    },
+  };
+}
+
 /** Workflow definitions: a trigger and typed steps, versioned on every change. */
 const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, WorkflowsVars> = {
   name: "workflows",
@@ -175,28 +185,11 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     },
 
     /** POST /workflows/{id}/runs/{run_id}/cancel — workflows:write; a run that has ended is a conflict. */
-    cancelRun: {
-      params: runParams,
-      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
-        return this.decide(tenantOf(ctx), ctx.params, "cancel");
-      },
-    },
-
+    cancelRun: decision("cancel"),
     /** POST /workflows/{id}/runs/{run_id}/approve — workflows:write; only while it waits for approval. */
-    approveRun: {
-      params: runParams,
-      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
-        return this.decide(tenantOf(ctx), ctx.params, "approve");
-      },
-    },
-
+    approveRun: decision("approve"),
     /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
-    rejectRun: {
-      params: runParams,
-      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
-        return this.decide(tenantOf(ctx), ctx.params, "reject");
-      },
-    },
+    rejectRun: decision("reject"),
 
     /** DELETE /workflows/{id} — workflows:write */
     remove: {
