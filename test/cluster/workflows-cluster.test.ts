@@ -94,8 +94,9 @@ describe("durable runs over NATS", () => {
     ]);
     const run = (await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: {} })).body.data.id as string;
     await waitFor("the slow step to be in flight", () => hits.some((h) => h.path === "/slow"), 20_000);
-    // The node holding the connection to the target is the one executing the run.
-    const holder = nodes.filter((n) => n.name !== "api").find((n) => connectionsOf(n.child.pid!, targetPort).size > 0);
+    // The node executing the run is the one whose connection carried the slow request.
+    const slowPort = hits.find((h) => h.path === "/slow")!.port;
+    const holder = nodes.filter((n) => n.name !== "api").find((n) => connectionsOf(n.child.pid!, targetPort).has(slowPort));
     expect(holder).toBeDefined();
     await holder!.kill("SIGKILL");
     const killedAt = Date.now();
