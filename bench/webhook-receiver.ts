@@ -1,8 +1,8 @@
 import { createServer } from "node:http";
 
 /**
- * The benchmark's webhook receiver, in a process of its own: answers every POST 200 at once and
- * records, per delivery, the time from the `sent` stamp in the event's data to the arrival.
+ * The benchmarks' receiver, in a process of its own: answers every request 200 at once and records,
+ * per delivery (or workflow http step), the time from its `sent` stamp to the arrival.
  * The parent talks to it over IPC: "reset", then "stats" → counts and latencies.
  *
  *   node dist/bench/webhook-receiver.js <port>
@@ -23,9 +23,12 @@ const server = createServer((req, res) => {
     count += 1;
     if (first === 0) first = at;
     last = at;
-    const event = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: string; data?: { sent?: number } };
+    // A delivery: the event's id and `data.sent`. A workflow's http step: `?id=…&sent=…`.
+    const text = Buffer.concat(chunks).toString("utf8");
+    const query = new URL(req.url ?? "/", "http://x").searchParams;
+    const event = (text ? JSON.parse(text) : { id: query.get("id"), data: { sent: Number(query.get("sent")) } }) as { id: string; data?: { sent?: number } };
     seen.add(event.id);
-    if (typeof event.data?.sent === "number") latencies.push(at - event.data.sent);
+    if (typeof event.data?.sent === "number" && event.data.sent > 0) latencies.push(at - event.data.sent);
     res.writeHead(200, { "content-type": "text/plain", "content-length": 2 }).end("ok");
   });
 });

@@ -14,13 +14,12 @@
  *
  *   npm run bench:webhooks        (BENCH_SECONDS=10 BENCH_EVENTS=10000 BENCH_RATE=500)
  */
-import { fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import autocannon from "autocannon";
-import { Pool, request } from "undici";
+import { request } from "undici";
 import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
+import { bareLoop, flood, now, paced, post, quantile, rate, Receiver } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -28,62 +27,6 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const IN_FLIGHT = 32;
 const COMMON = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 const API_SERVICES = "store,gateway,auth,keys,orgs,events,webhooks";
-
-interface Stats {
-  count: number;
-  unique: number;
-  first: number;
-  last: number;
-  latencies: number[];
-}
-
-/** The receiver process and its IPC questions. */
-class Receiver {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<Receiver> {
-    const port = await freePort();
-    const child = fork(join(__dirname, "webhook-receiver.js"), [String(port)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    await new Promise((ok) => child.once("message", ok));
-    return new Receiver(child, `http://127.0.0.1:${port}/hook`);
-  }
-
-  private ask<T>(msg: string): Promise<T> {
-    return new Promise((ok) => {
-      this.child.once("message", (m) => ok(m as T));
-      this.child.send(msg);
-    });
-  }
-
-  reset = () => this.ask<unknown>("reset");
-  stats = () => this.ask<Stats>("stats");
-
-  async waitForUnique(n: number, timeoutMs: number): Promise<Stats> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const s = await this.stats();
-      if (s.unique >= n) return s;
-      if (Date.now() > until) throw new Error(`receiver: ${s.unique} of ${n} events arrived within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-const rate = (s: Stats): number => (s.count > 1 ? Math.round(((s.count - 1) * 1000) / (s.last - s.first)) : 0);
-const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
-const now = (): number => performance.timeOrigin + performance.now();
-
-async function post(url: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
-  const res = await request(url, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, body: await res.body.json() };
-}
 
 interface ModeFigures {
   name: string;
@@ -97,60 +40,8 @@ interface ModeFigures {
   rssMiB: number[];
 }
 
-/** Emits events through the gateway; `amount` events or `duration` seconds, optionally paced. */
-async function emit(base: string, key: string, opts: { amount?: number; duration?: number; connections: number }) {
-  const result = await autocannon({
-    url: `${base}/events`,
-    method: "POST",
-    connections: opts.connections,
-    ...(opts.amount !== undefined && { amount: opts.amount }),
-    ...(opts.duration !== undefined && { duration: opts.duration }),
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ type: "bench.test", data: { sent: now() } }) }) }],
-  });
-  const bad = result.non2xx + result.errors + result.timeouts;
-  if (bad > 0) throw new Error(`${bad} of ${result.requests.sent} POST /events failed`);
-  return { accepted: result["2xx"], rps: Math.round(result["2xx"] / (result.duration || 1)) };
-}
-
-/**
- * Emits RATE events/s for SECONDS on a steady schedule (each request leaves at its own time, not in
- * bursts), stamping each with the moment it is sent; answers how many were accepted and how fast.
- */
-async function pacedEmit(base: string, key: string) {
-  const url = new URL(`${base}/events`);
-  const pool = new Pool(url.origin, { connections: 64 });
-  const answers: number[] = [];
-  const sends: Promise<void>[] = [];
-  const start = now();
-  const total = RATE * SECONDS;
-  let failed = 0;
-  for (let i = 0; i < total; i += 1) {
-    const at = start + (i * 1000) / RATE;
-    const wait = at - now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    const sent = now();
-    sends.push(
-      pool
-        .request({
-          path: url.pathname,
-          method: "POST",
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: JSON.stringify({ type: "bench.test", data: { sent } }),
-        })
-        .then(async (res) => {
-          await res.body.dump();
-          if (res.statusCode === 201) answers.push(now() - sent);
-          else failed += 1;
-        }),
-    );
-  }
-  await Promise.all(sends);
-  const seconds = (now() - start) / 1000;
-  await pool.close();
-  if (failed > 0) throw new Error(`${failed} of ${total} POST /events failed`);
-  return { accepted: answers.length, rps: Math.round(answers.length / seconds), p50: quantile(answers, 0.5), p99: quantile(answers, 0.99) };
-}
+const emit = (base: string, key: string, opts: { amount?: number; duration?: number; connections: number }) =>
+  flood(`${base}/events`, key, () => ({ type: "bench.test", data: { sent: now() } }), opts);
 
 /**
  * One platform mode: `ingest` runs everything but the dispatcher; `dispatch()` starts what sends
@@ -177,9 +68,9 @@ async function measure(
 
   // Latency at a steady rate.
   await rx.reset();
-  const paced = await pacedEmit(base, admin);
-  const pacedStats = await rx.waitForUnique(paced.accepted, 30_000).catch(async () => rx.stats());
-  console.log(`${name}: POST /events at ${RATE}/s answered in p50 ${paced.p50.toFixed(1)} ms, p99 ${paced.p99.toFixed(1)} ms`);
+  const steady = await paced(`${base}/events`, admin, RATE, SECONDS, (sent) => ({ type: "bench.test", data: { sent } }));
+  const pacedStats = await rx.waitForUnique(steady.accepted, 30_000).catch(async () => rx.stats());
+  console.log(`${name}: POST /events at ${RATE}/s answered in p50 ${steady.p50.toFixed(1)} ms, p99 ${steady.p99.toFixed(1)} ms`);
 
   // Saturated: emit as fast as clients can; deliveries/s while that runs and drains.
   await rx.reset();
@@ -191,8 +82,8 @@ async function measure(
     drain,
     p50: quantile(pacedStats.latencies, 0.5),
     p99: quantile(pacedStats.latencies, 0.99),
-    paced: paced.rps,
-    lost: Math.max(0, paced.accepted - pacedStats.unique),
+    paced: steady.rps,
+    lost: Math.max(0, steady.accepted - pacedStats.unique),
     ingest: sat.rps,
     saturated: rate(satStats),
     rssMiB: serving.map((p) => peakRssMiB(p.child.pid) ?? -1),
@@ -205,21 +96,11 @@ async function main(): Promise<void> {
   const bares: number[] = [];
   try {
     const rx = await Receiver.start();
-    cleanups.push(() => void rx.child.kill("SIGKILL"));
+    cleanups.push(() => rx.stop());
 
     // The bare loop runs first (after a warm-up) and again last: the machine is shared and noisy.
-    const bareRun = async (seconds: number): Promise<number> => {
-      await rx.reset();
-      const child = spawn(process.execPath, [join(__dirname, "webhook-bare.js"), rx.url, String(seconds), String(IN_FLIGHT)], { stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      child.stdout.on("data", (d) => (out += d));
-      await new Promise((ok) => child.once("exit", ok));
-      const { failed } = JSON.parse(out) as { failed: number };
-      if (failed > 0) throw new Error(`bare loop: ${failed} POSTs failed`);
-      return rate(await rx.stats());
-    };
-    await bareRun(2);
-    bares.push(await bareRun(SECONDS));
+    await bareLoop(rx, 2, IN_FLIGHT);
+    bares.push(await bareLoop(rx, SECONDS, IN_FLIGHT));
 
     // Each mode stops its processes before the next one starts.
     const stopMode = async (mark: number) => {
@@ -270,7 +151,7 @@ async function main(): Promise<void> {
       );
       await stopMode(mark);
     }
-    bares.push(await bareRun(SECONDS));
+    bares.push(await bareLoop(rx, SECONDS, IN_FLIGHT));
   } finally {
     for (const c of cleanups.reverse()) await c();
   }

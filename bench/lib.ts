@@ -1,0 +1,134 @@
+import { fork, spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { Pool, request } from "undici";
+import { freePort } from "../tools/procs";
+
+/** What the benchmarks share: the receiver process, the bare loop, pacing and figures. */
+
+export interface Stats {
+  count: number;
+  unique: number;
+  first: number;
+  last: number;
+  latencies: number[];
+}
+
+/** Wall-clock ms with sub-ms precision, comparable across processes on this machine. */
+export const now = (): number => performance.timeOrigin + performance.now();
+export const rate = (s: Stats): number => (s.count > 1 ? Math.round(((s.count - 1) * 1000) / (s.last - s.first)) : 0);
+export const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+
+/** The receiver process (bench/webhook-receiver.ts) and its IPC questions. */
+export class Receiver {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly origin: string,
+  ) {}
+
+  static async start(): Promise<Receiver> {
+    const port = await freePort();
+    const child = fork(join(__dirname, "webhook-receiver.js"), [String(port)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    await new Promise((ok) => child.once("message", ok));
+    return new Receiver(child, `http://127.0.0.1:${port}`);
+  }
+
+  get url(): string {
+    return `${this.origin}/hook`;
+  }
+
+  private ask<T>(msg: string): Promise<T> {
+    return new Promise((ok) => {
+      this.child.once("message", (m) => ok(m as T));
+      this.child.send(msg);
+    });
+  }
+
+  reset = () => this.ask<unknown>("reset");
+  stats = () => this.ask<Stats>("stats");
+
+  async waitForUnique(n: number, timeoutMs: number): Promise<Stats> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const s = await this.stats();
+      if (s.unique >= n) return s;
+      if (Date.now() > until) throw new Error(`receiver: ${s.unique} of ${n} arrived within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  stop(): void {
+    this.child.kill("SIGKILL");
+  }
+}
+
+/** The bare loop (bench/webhook-bare.ts) against the receiver for `seconds`: requests/s it reached. */
+export async function bareLoop(rx: Receiver, seconds: number, inFlight: number): Promise<number> {
+  await rx.reset();
+  const child = spawn(process.execPath, [join(__dirname, "webhook-bare.js"), rx.url, String(seconds), String(inFlight)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  await new Promise((ok) => child.once("exit", ok));
+  const { failed } = JSON.parse(out) as { failed: number };
+  if (failed > 0) throw new Error(`bare loop: ${failed} POSTs failed`);
+  return rate(await rx.stats());
+}
+
+export async function post(url: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
+  const res = await request(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: await res.body.json() };
+}
+
+/** POSTs `body()` to `url` as fast as `connections` clients can, `amount` times or for `duration` s. */
+export async function flood(url: string, key: string, body: () => unknown, opts: { amount?: number; duration?: number; connections: number }) {
+  const result = await autocannon({
+    url,
+    method: "POST",
+    connections: opts.connections,
+    ...(opts.amount !== undefined && { amount: opts.amount }),
+    ...(opts.duration !== undefined && { duration: opts.duration }),
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify(body()) }) }],
+  });
+  const bad = result.non2xx + result.errors + result.timeouts;
+  if (bad > 0) throw new Error(`${bad} of ${result.requests.sent} POSTs to ${url} failed`);
+  return { accepted: result["2xx"], rps: Math.round(result["2xx"] / (result.duration || 1)) };
+}
+
+/**
+ * POSTs `body(sent)` to `url` at `perSecond` for `seconds` on a steady schedule (each request leaves
+ * at its own time, not in bursts), `sent` being the moment it leaves; answers how many were
+ * accepted, how fast, and how long the answers took.
+ */
+export async function paced(url: string, key: string, perSecond: number, seconds: number, body: (sent: number, i: number) => unknown) {
+  const target = new URL(url);
+  const pool = new Pool(target.origin, { connections: 64 });
+  const answers: number[] = [];
+  const sends: Promise<void>[] = [];
+  const start = now();
+  const total = perSecond * seconds;
+  let failed = 0;
+  for (let i = 0; i < total; i += 1) {
+    const wait = start + (i * 1000) / perSecond - now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const sent = now();
+    sends.push(
+      pool
+        .request({ path: target.pathname, method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body(sent, i)) })
+        .then(async (res) => {
+          await res.body.dump();
+          if (res.statusCode === 201) answers.push(now() - sent);
+          else failed += 1;
+        }),
+    );
+  }
+  await Promise.all(sends);
+  const elapsed = (now() - start) / 1000;
+  await pool.close();
+  if (failed > 0) throw new Error(`${failed} of ${total} POSTs to ${url} failed`);
+  return { accepted: answers.length, rps: Math.round(answers.length / elapsed), p50: quantile(answers, 0.5), p99: quantile(answers, 0.99) };
+}
