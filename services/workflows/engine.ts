@@ -94,12 +94,9 @@ export class RunEngine {
     if (this.stopping || this.active >= this.o.maxActive) return false;
     const now = Date.now();
     const lease = randomUUID();
-    const run = await this.o.runs.update(
-      ALL_TENANTS,
-      { ...(id && { id }), due_at: { $lte: now } },
-      { $set: { due_at: now + LEASE_MARGIN_MS, lease } },
-      id ? {} : { sort: { due_at: 1 } },
-    );
+    // No sort: both engines walk the sparse `due_at` index in order (most overdue first), where a
+    // sort would order every due run for each claim (nedb), quadratic in a backlog.
+    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: now } }, { $set: { due_at: now + LEASE_MARGIN_MS, lease } });
     if (!run) return false;
     this.active += 1;
     const driving: Promise<void> = this.drive(run as Claimed)
@@ -172,28 +169,33 @@ export class RunEngine {
         await this.save(run, {}, { dueAt: Date.now() });
         return;
       }
-      if (run.outbox.length > 0) {
-        await this.publish(run, run.outbox);
-        run = await this.save(run, { outbox: [] });
-        continue;
-      }
       const step = run.definition[run.cursor];
       const state = run.steps[run.cursor];
-      if (TERMINAL.has(run.status) || (step?.type === "approval" && state.status === "waiting")) {
+      // Ended, or parked until a person decides: nothing left for the engine but the outbox.
+      const parked = TERMINAL.has(run.status) || (step?.type === "approval" && state.status === "waiting");
+      if (run.outbox.length > 0) {
+        await this.publish(run, run.outbox);
+        run = await this.save(run, { outbox: [] }, parked ? { dueAt: null } : undefined);
+        continue;
+      }
+      if (parked) {
         await this.save(run, {}, { dueAt: null });
         return;
       }
-      const now = Date.now();
-      if (!step) {
-        run = await this.save(run, finish(run, "succeeded", iso(now)));
-        continue;
-      }
-      run = await this.advance(run, step, state, now);
+      run = await this.advance(run, step, state, Date.now());
     }
   }
 
+  /** The change, and the run's end with it when it moves past the last step. */
+  private ending(run: Claimed, set: Partial<RunDoc>, at: string): Partial<RunDoc> {
+    if (set.cursor === undefined || set.cursor < run.definition.length) return set;
+    const next = { ...run, ...set } as RunDoc;
+    return { ...set, ...finish(next, "succeeded", at) };
+  }
+
   /** Takes the current step one move further; answers the run to go on with, or null. */
-  private async advance(run: Claimed, step: Step, state: RunStep, now: number): Promise<Claimed | null> {
+  private async advance(run: Claimed, step: Step | undefined, state: RunStep, now: number): Promise<Claimed | null> {
+    if (!step) return this.save(run, finish(run, "succeeded", iso(now)));
     const at = iso(now);
     const steps = [...run.steps];
     const put = (patch: Partial<RunStep>) => {
@@ -208,7 +210,7 @@ export class RunEngine {
           this.later(run.id, step.duration_ms);
           return null;
         }
-        return this.save(run, { status: "running", cursor: run.cursor + 1, steps: put({ status: "succeeded", output: { waited_ms: step.duration_ms }, finished_at: at }) });
+        return this.save(run, this.ending(run, { status: "running", cursor: run.cursor + 1, steps: put({ status: "succeeded", output: { waited_ms: step.duration_ms }, finished_at: at }) }, at));
       }
       case "approval": {
         const message = step.message === null ? null : render(step.message, scopeOf(run));
@@ -222,12 +224,13 @@ export class RunEngine {
       case "emit": {
         const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
         const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
-        return this.save(run, {
-          status: "running",
+        const set = {
+          status: "running" as const,
           cursor: run.cursor + 1,
           steps: put({ status: "succeeded", output: { event_id: event.id }, started_at: at, finished_at: at, attempts: 1 }),
           outbox: [...run.outbox, event],
-        });
+        };
+        return this.save(run, this.ending(run, set, at));
       }
       case "http": {
         if (run.status !== "running" || state.status !== "running") {
@@ -238,7 +241,7 @@ export class RunEngine {
         const attempts = state.attempts + 1;
         const done = iso(Date.now());
         if (result.ok) {
-          return this.save(run, { cursor: run.cursor + 1, steps: put({ status: "succeeded", output: result.output, error: null, attempts, finished_at: done }) });
+          return this.save(run, this.ending(run, { cursor: run.cursor + 1, steps: put({ status: "succeeded", output: result.output, error: null, attempts, finished_at: done }) }, done));
         }
         if (attempts <= step.retries) {
           const wait = retryDelay(this.o.retryBaseMs, attempts);
