@@ -1,5 +1,6 @@
 import type { ServiceSchema } from "moleculer";
 import type { ServiceName } from "../shared/config";
+import AnalyticsService from "./analytics/analytics.service";
 import AuthService from "./auth/auth.service";
 import EventsService from "./events/events.service";
 import GatewayService from "./gateway/gateway.service";
@@ -24,4 +25,5 @@ export const SERVICE_SCHEMAS: Partial<Record<ServiceName, ServiceSchema<any, any
   webhooks: WebhooksService,
   "webhook-dispatcher": DispatcherService,
   workflows: WorkflowsService,
+  analytics: AnalyticsService,
 };

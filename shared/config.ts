@@ -31,6 +31,7 @@ export interface Settings {
   webhookRetryDelaysMs: number[];
   webhookAllowPrivateTargets: boolean;
   workflowRetryBaseMs: number;
+  usageRetentionDays: number;
 }
 
 export class SettingsError extends Error {
@@ -109,5 +110,6 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookRetryDelaysMs: delays.map(Number),
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
+    usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
   };
 }

@@ -10,6 +10,7 @@ import { settingsOf } from "../../shared/runtime";
 import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Store } from "../../shared/storage/types";
+import { Meter } from "../../shared/usage";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { readJsonBody } from "./body";
 import { toHttpError } from "./http-errors";
@@ -20,12 +21,20 @@ import { matchRoute, type RouteDef } from "./routes";
 
 const IDENTITY_TTL_MS = 30_000;
 const TOUCH_INTERVAL_MS = 5_000;
+/** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
+const METER_FLUSH_MS = 1_000;
+const METER_MAX_BATCHES = 600;
 const SWEEP_INTERVAL_MS = 60_000;
 
 /** What the gateway learns about one request along the way. */
 interface Exchange {
   requestId: string;
   version: string;
+  /** performance.now() when the request came in. */
+  start: number;
+  method: string;
+  /** The matched route's template, for metering. */
+  route?: string;
   caller?: Caller;
   rate?: RateDecision;
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
@@ -40,6 +49,8 @@ interface GatewayVars {
   gatewayNodes: number;
   /** key id → organization and time of last use, flushed to keys.touch every few seconds. */
   usage: Map<string, { org_id: string; at: number }>;
+  meter: Meter;
+  metering: boolean;
   timers: NodeJS.Timeout[];
 }
 interface GatewayMethods {
@@ -50,6 +61,8 @@ interface GatewayMethods {
   renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
   countGateways(): void;
   flushUsage(): Promise<void>;
+  /** Sends the meter's batches to the analytics service, oldest first, until one is refused. */
+  flushMeter(): Promise<void>;
 }
 
 type GatewaySettings = ServiceSettingSchema & { port: number; ip: string; [option: string]: unknown };
@@ -113,7 +126,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
   methods: {
     async httpHandler(req, res) {
-      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION };
+      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
       try {
         const { status, body, replayed } = await this.handle(req, x);
         this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
@@ -135,6 +148,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         });
       }
       const route: RouteDef = match.route;
+      x.route = route.path;
       const query = q < 0 ? {} : (parseQuery(url.slice(q + 1)) as Record<string, unknown>);
       const body = await readJsonBody(req);
       // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
@@ -197,6 +211,10 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
     send(res, x, status, body, extra) {
       if (res.headersSent || res.writableEnded) return;
+      if (x.caller && x.route) {
+        const { org_id, environment, key_id } = x.caller;
+        this.meter.record({ at: Date.now(), org_id, environment, key_id, method: x.method, route: x.route, status, latency_ms: performance.now() - x.start });
+      }
       const payload = JSON.stringify(body);
       const headers: OutgoingHttpHeaders = {
         "Content-Type": "application/json; charset=utf-8",
@@ -265,6 +283,22 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       this.gatewayNodes = Math.max(1, nodes.size);
     },
 
+    async flushMeter() {
+      if (this.metering) return;
+      this.metering = true;
+      try {
+        for (const batch of this.meter.batches()) {
+          await this.broker.call("analytics.ingest", batch);
+          this.meter.acknowledged(batch.batch_id);
+        }
+      } catch (err) {
+        // Kept, with its id, for the next flush; the analytics service stores a batch once.
+        if (this.meter.backlog > 10) this.logger.warn(`usage: ${this.meter.backlog} batches wait for the analytics service`, (err as Error).message);
+      } finally {
+        this.metering = false;
+      }
+    },
+
     async flushUsage() {
       if (this.usage.size === 0) return;
       const uses = [...this.usage].map(([key_id, { org_id, at }]) => ({ key_id, org_id, at: new Date(at).toISOString() }));
@@ -279,6 +313,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.settings.ip = settings.host;
     this.gatewayNodes = 1;
     this.usage = new Map();
+    this.meter = new Meter(METER_MAX_BATCHES);
+    this.metering = false;
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
     this.idempotency = new Idempotency(
@@ -291,6 +327,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.countGateways();
     this.timers = [
       setInterval(() => void this.flushUsage(), TOUCH_INTERVAL_MS),
+      setInterval(() => void this.flushMeter(), METER_FLUSH_MS),
       setInterval(() => {
         this.identities.sweep();
         this.limiter.sweep();
@@ -302,7 +339,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
   async stopped() {
     for (const timer of this.timers) clearInterval(timer);
-    await this.flushUsage();
+    await Promise.all([this.flushUsage(), this.flushMeter()]);
   },
 };
 

@@ -47,6 +47,10 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/approve", action: "workflows.approveRun", scope: "workflows:write" },
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/reject", action: "workflows.rejectRun", scope: "workflows:write" },
 
+  { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read" },
+  { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },
+  { method: "GET", path: "/analytics/webhooks", action: "analytics.webhooks", scope: "analytics:read" },
+
   { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201 },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },

@@ -1,0 +1,146 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { tenantOf, type CallMeta } from "../../shared/context";
+import { DELIVERY_STATUSES, deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
+import { eventsCollection, type EventDoc } from "../../shared/events";
+import { settingsOf } from "../../shared/runtime";
+import { StoreMixin } from "../../shared/store-mixin";
+import { ALL_TENANTS, type Collection, type Doc, type Store } from "../../shared/storage/types";
+import type { UsageBatch, UsageRow } from "../../shared/usage";
+import { outcomes, usageBuckets, windowOf } from "./analytics.logic";
+import { ingestParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
+
+type UsageDoc = UsageRow & Doc;
+const RUN_OUTCOMES = ["succeeded", "failed", "cancelled"] as const;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+interface AnalyticsVars {
+  store: Store;
+  usage: Collection<UsageDoc>;
+  events: Collection<EventDoc>;
+  deliveries: Collection<DeliveryDoc>;
+  pruner: NodeJS.Timeout | undefined;
+}
+interface AnalyticsMethods {
+  prune(): Promise<number>;
+}
+type Ctx<P> = Context<P, CallMeta>;
+
+/**
+ * Usage analytics: the gateways' metered requests (see shared/usage.ts), and run and delivery
+ * outcomes read from the event log and the delivery log. Any number of analytics nodes may run:
+ * ingesting is idempotent per batch row, and questions read only the store.
+ */
+const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, AnalyticsVars> = {
+  name: "analytics",
+  mixins: [StoreMixin],
+
+  actions: {
+    /** Internal (gateways): stores a batch of usage rows; a batch sent again stores nothing twice. */
+    ingest: {
+      visibility: "public",
+      params: ingestParams,
+      async handler(ctx: Context<UsageBatch>): Promise<number> {
+        let stored = 0;
+        await Promise.all(
+          ctx.params.rows.map(async (row, i) => {
+            try {
+              await this.usage.insert({ ...row, id: `${ctx.params.batch_id}.${i}` });
+              stored += 1;
+            } catch (err) {
+              if ((err as { type?: string }).type !== "resource_exists") throw err;
+            }
+          }),
+        );
+        return stored;
+      },
+    },
+
+    /** GET /analytics/usage — analytics:read; requests per hour or day, optionally per route, status or key. */
+    usage: {
+      params: usageParams,
+      async handler(ctx: Ctx<UsageParams>) {
+        const { granularity, group_by } = ctx.params;
+        const window = windowOf(ctx.params.from, ctx.params.to, granularity);
+        const rows = await this.usage.find(tenantOf(ctx), { minute: { $gte: window.from - (window.from % 60_000), $lt: window.to } });
+        return {
+          from: new Date(window.from).toISOString(),
+          to: new Date(window.to).toISOString(),
+          granularity,
+          group_by: group_by ?? null,
+          buckets: usageBuckets(rows, window, granularity, group_by),
+        };
+      },
+    },
+
+    /** GET /analytics/workflows — analytics:read; runs that ended in the window, by status and workflow. */
+    workflows: {
+      params: windowParams,
+      async handler(ctx: Ctx<WindowParams>) {
+        const window = windowOf(ctx.params.from, ctx.params.to, "hour");
+        const ended = await this.events.find(tenantOf(ctx), {
+          type: "workflow.completed",
+          created_at: { $gte: new Date(window.from).toISOString(), $lt: new Date(window.to).toISOString() },
+        });
+        const byWorkflow = new Map<string, (typeof RUN_OUTCOMES)[number][]>();
+        for (const e of ended) {
+          const id = String(e.data.workflow_id);
+          byWorkflow.set(id, [...(byWorkflow.get(id) ?? []), e.data.status as (typeof RUN_OUTCOMES)[number]]);
+        }
+        return {
+          from: new Date(window.from).toISOString(),
+          to: new Date(window.to).toISOString(),
+          ...outcomes(RUN_OUTCOMES, ended.map((e) => e.data.status as (typeof RUN_OUTCOMES)[number])),
+          workflows: [...byWorkflow].map(([workflow_id, statuses]) => ({ workflow_id, ...outcomes(RUN_OUTCOMES, statuses) })),
+        };
+      },
+    },
+
+    /** GET /analytics/webhooks — analytics:read; deliveries created in the window, by status and webhook. */
+    webhooks: {
+      params: windowParams,
+      async handler(ctx: Ctx<WindowParams>) {
+        const window = windowOf(ctx.params.from, ctx.params.to, "hour");
+        const made = await this.deliveries.find(tenantOf(ctx), {
+          created_at: { $gte: new Date(window.from).toISOString(), $lt: new Date(window.to).toISOString() },
+        });
+        const byWebhook = new Map<string, DeliveryDoc["status"][]>();
+        for (const d of made) byWebhook.set(d.webhook_id, [...(byWebhook.get(d.webhook_id) ?? []), d.status]);
+        return {
+          from: new Date(window.from).toISOString(),
+          to: new Date(window.to).toISOString(),
+          ...outcomes(DELIVERY_STATUSES, made.map((d) => d.status)),
+          webhooks: [...byWebhook].map(([webhook_id, statuses]) => ({ webhook_id, ...outcomes(DELIVERY_STATUSES, statuses) })),
+        };
+      },
+    },
+  },
+
+  methods: {
+    /** Drops usage rows older than the retention (USAGE_RETENTION_DAYS). */
+    prune() {
+      const days = settingsOf(this.broker).usageRetentionDays;
+      return this.usage.deleteMany(ALL_TENANTS, { minute: { $lt: Date.now() - days * 24 * 60 * 60 * 1000 } });
+    },
+  },
+
+  created() {
+    this.usage = this.store.collection<UsageDoc>("usage_minutes", [
+      { fields: { org_id: 1, environment: 1, minute: 1 } },
+      // The embedded store's range index; rows are only inserted and pruned, never updated.
+      { fields: { minute: 1 } },
+    ]);
+    this.events = eventsCollection(this.store);
+    this.deliveries = deliveriesCollection(this.store);
+  },
+
+  started() {
+    this.pruner = setInterval(() => void this.prune().catch((err) => this.logger.warn("usage pruning failed; the next one retries", err)), PRUNE_EVERY_MS);
+    this.pruner.unref();
+  },
+
+  stopped() {
+    clearInterval(this.pruner);
+  },
+};
+
+export default AnalyticsService;
