@@ -27,6 +27,8 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     // A node killed without a goodbye is dropped (and calls pending on it rejected) after 6 s.
     heartbeatInterval: 2,
     heartbeatTimeout: 6,
+    // bin/server.ts owns SIGTERM/SIGINT; Moleculer's own handlers would stop the broker a second time.
+    skipProcessEventRegistration: true,
     // Finish requests in flight before a node stops (graceful shutdown).
     tracking: { enabled: true, shutdownTimeout: 10_000 },
     metrics: false,

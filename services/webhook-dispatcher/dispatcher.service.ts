@@ -322,6 +322,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
 
   /** Finishes the attempts in flight; hands queued ones back to the store for other nodes. */
   async stopped() {
+    if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.poller);
     for (const timer of this.timers) clearTimeout(timer);

@@ -64,6 +64,7 @@ export class RunEngine {
 
   /** Finishes the steps in flight and hands the runs back (due now) for any node to go on. */
   async stop(): Promise<void> {
+    if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.poller);
     for (const t of this.timers) clearTimeout(t);
