@@ -1,5 +1,6 @@
 import { invalidParam } from "../../shared/errors";
-import { addHistograms, emptyHistogram, quantileOf, type UsageRow } from "../../shared/usage";
+import { addHistograms, emptyHistogram, quantileOf } from "../../shared/usage";
+import type { StoredRow } from "./tiers";
 
 /** The longest window one question may cover, and what each granularity covers when `from` is left out. */
 export const MAX_WINDOW_MS = 90 * 24 * 60 * 60 * 1000;
@@ -39,16 +40,16 @@ export interface UsageBucket {
  * merged latency histograms, so each quantile is the upper bound of the bucket the true one is in.
  * Without `group_by`, every bucket of the window is listed, empty ones with zeros.
  */
-export function usageBuckets(rows: readonly UsageRow[], window: { from: number; to: number }, granularity: "hour" | "day", groupBy?: "route" | "status" | "key"): UsageBucket[] {
+export function usageBuckets(rows: readonly Omit<StoredRow, "id">[], window: { from: number; to: number }, granularity: "hour" | "day", groupBy?: "route" | "status" | "key"): UsageBucket[] {
   const groups = new Map<string, { start: number; group?: string | number; count: number; errors: number; hist: number[] }>();
-  const groupOf = (r: UsageRow) => (groupBy === "route" ? `${r.method} ${r.route}` : groupBy === "status" ? r.status : groupBy === "key" ? r.key_id : undefined);
+  const groupOf = (r: Omit<StoredRow, "id">) => (groupBy === "route" ? `${r.method} ${r.route}` : groupBy === "status" ? r.status : groupBy === "key" ? r.key_id : undefined);
   if (!groupBy) {
     for (let t = bucketStart(window.from, granularity); t < window.to; t += granularity === "hour" ? HOUR : DAY) {
       groups.set(String(t), { start: t, count: 0, errors: 0, hist: emptyHistogram() });
     }
   }
   for (const r of rows) {
-    const start = bucketStart(r.minute, granularity);
+    const start = bucketStart(r.start, granularity);
     const group = groupOf(r);
     const key = `${start}|${group ?? ""}`;
     let g = groups.get(groupBy ? key : String(start));

@@ -42,3 +42,5 @@ export const ingestParams = {
   batch_id: { type: "string", min: 1, max: 100 },
   rows: { type: "array", items: row, max: 100_000 },
 } as const;
+
+export const maintainParams = { now: { type: "number", integer: true, min: 0, optional: true } } as const;

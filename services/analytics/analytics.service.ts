@@ -4,25 +4,27 @@ import { DELIVERY_STATUSES, deliveriesCollection, type DeliveryDoc } from "../..
 import { eventsCollection, type EventDoc } from "../../shared/events";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Doc, type Store } from "../../shared/storage/types";
-import type { UsageBatch, UsageRow } from "../../shared/usage";
+import type { Collection, Store } from "../../shared/storage/types";
+import type { UsageBatch } from "../../shared/usage";
 import { outcomes, usageBuckets, windowOf } from "./analytics.logic";
-import { ingestParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
+import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
+import { Tiers, tierSizes, type StoredRow, type TierState } from "./tiers";
 
-type UsageDoc = UsageRow & Doc;
 const RUN_OUTCOMES = ["succeeded", "failed", "cancelled"] as const;
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
+const MAINTAIN_EVERY_MS = 60_000;
+/** Minute rows are kept two days once folded into hours; day rows two years. Hours: USAGE_RETENTION_DAYS. */
+const KEEP_MINUTES_MS = 2 * 24 * 60 * 60 * 1000;
+const KEEP_DAYS_MS = 730 * 24 * 60 * 60 * 1000;
 
 interface AnalyticsVars {
   store: Store;
-  usage: Collection<UsageDoc>;
+  usage: Collection<StoredRow>;
+  tiers: Tiers;
   events: Collection<EventDoc>;
   deliveries: Collection<DeliveryDoc>;
-  pruner: NodeJS.Timeout | undefined;
+  maintainer: NodeJS.Timeout | undefined;
 }
-interface AnalyticsMethods {
-  prune(): Promise<number>;
-}
+type AnalyticsMethods = Record<string, never>;
 type Ctx<P> = Context<P, CallMeta>;
 
 /**
@@ -44,7 +46,8 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
         await Promise.all(
           ctx.params.rows.map(async (row, i) => {
             try {
-              await this.usage.insert({ ...row, id: `${ctx.params.batch_id}.${i}` });
+              const { minute, ...rest } = row;
+              await this.usage.insert({ ...rest, start: minute, id: `${ctx.params.batch_id}.${i}` });
               stored += 1;
             } catch (err) {
               if ((err as { type?: string }).type !== "resource_exists") throw err;
@@ -55,13 +58,22 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
       },
     },
 
+    /** Internal (operators, tests): folds closed periods into hour and day rows and prunes, as of `now`. */
+    maintain: {
+      visibility: "public",
+      params: maintainParams,
+      handler(ctx: Context<{ now?: number }>) {
+        return this.tiers.maintain(ctx.params.now);
+      },
+    },
+
     /** GET /analytics/usage — analytics:read; requests per hour or day, optionally per route, status or key. */
     usage: {
       params: usageParams,
       async handler(ctx: Ctx<UsageParams>) {
         const { granularity, group_by } = ctx.params;
         const window = windowOf(ctx.params.from, ctx.params.to, granularity);
-        const rows = await this.usage.find(tenantOf(ctx), { minute: { $gte: window.from - (window.from % 60_000), $lt: window.to } });
+        const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to);
         return {
           from: new Date(window.from).toISOString(),
           to: new Date(window.to).toISOString(),
@@ -115,31 +127,32 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     },
   },
 
-  methods: {
-    /** Drops usage rows older than the retention (USAGE_RETENTION_DAYS). */
-    prune() {
-      const days = settingsOf(this.broker).usageRetentionDays;
-      return this.usage.deleteMany(ALL_TENANTS, { minute: { $lt: Date.now() - days * 24 * 60 * 60 * 1000 } });
-    },
-  },
+  methods: {},
 
   created() {
-    this.usage = this.store.collection<UsageDoc>("usage_minutes", [
-      { fields: { org_id: 1, environment: 1, minute: 1 } },
-      // The embedded store's range index; rows are only inserted and pruned, never updated.
-      { fields: { minute: 1 } },
-    ]);
+    // Rows are only inserted and pruned, never updated: `start` can be the embedded store's range index.
+    const rows = (name: string) => this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
+    this.usage = rows("usage_minutes");
+    const hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
+    this.tiers = new Tiers(
+      [
+        { name: "minute", size: tierSizes.minute, rows: this.usage, keepMs: KEEP_MINUTES_MS },
+        { name: "hour", size: tierSizes.hour, rows: rows("usage_hours"), keepMs: hourKeepMs },
+        { name: "day", size: tierSizes.day, rows: rows("usage_days"), keepMs: KEEP_DAYS_MS },
+      ],
+      this.store.collection<TierState>("usage_tiers"),
+    );
     this.events = eventsCollection(this.store);
     this.deliveries = deliveriesCollection(this.store);
   },
 
   started() {
-    this.pruner = setInterval(() => void this.prune().catch((err) => this.logger.warn("usage pruning failed; the next one retries", err)), PRUNE_EVERY_MS);
-    this.pruner.unref();
+    this.maintainer = setInterval(() => void this.tiers.maintain().catch((err) => this.logger.warn("usage roll-up failed; the next one retries", err)), MAINTAIN_EVERY_MS);
+    this.maintainer.unref();
   },
 
   stopped() {
-    clearInterval(this.pruner);
+    clearInterval(this.maintainer);
   },
 };
 

@@ -103,6 +103,47 @@ describe("usage analytics", () => {
     expect(again.buckets.find((b: any) => b.key_id === "key_replayed")).toMatchObject({ p50_ms: 2, p95_ms: 2 });
   });
 
+  it("rolls minutes up into hours and days, and every answer stays the same", async () => {
+    const { globex } = suite;
+    const reader = await key(globex.test, ["analytics:read"]);
+    const HOUR = 3_600_000;
+    const now = Date.now();
+    const base = now - (now % HOUR) - 3 * 24 * HOUR;
+    const rows = [];
+    for (let h = 0; h < 60; h += 7) {
+      for (const [m, status, lat] of [[1, 200, 1], [17, 200, 4], [59, 500, 9], [30, 404, 2]] as const) {
+        const hist = new Array(25).fill(0);
+        hist[lat] = 3;
+        rows.push({ minute: base + h * HOUR + m * 60_000, org_id: globex.org.id, environment: "test", key_id: "key_old", method: "GET", route: "/workflows/{id}", status, count: 3, errors: status >= 400 ? 3 : 0, latency_ms_sum: 30, hist });
+      }
+    }
+    expect(await suite.p.broker.call("analytics.ingest", { batch_id: "ub_rollup_1", rows })).toBe(rows.length);
+    const from = new Date(base - 24 * HOUR).toISOString();
+    // The window ends well before now: the reader's own (metered) questions stay out of it.
+    const to = new Date(base + 60 * HOUR).toISOString();
+    const ask = async () => ({
+      hourly: (await usage(reader.key, `from=${from}&to=${to}&granularity=hour&group_by=status`)).buckets,
+      daily: (await usage(reader.key, `from=${from}&to=${to}&granularity=day&group_by=route`)).buckets,
+      plain: (await usage(reader.key, `from=${from}&to=${to}&granularity=day`)).buckets,
+    });
+    const before = await ask();
+    expect(before.plain.reduce((n: number, b: any) => n + b.count, 0)).toBe(rows.length * 3);
+
+    // Hours fold, minute rows older than two days go: the answers do not change.
+    const first: any = await suite.p.broker.call("analytics.maintain", { now });
+    expect(first.folded).toBeGreaterThan(60);
+    expect(first.pruned).toBeGreaterThan(0);
+    expect(await ask()).toEqual(before);
+    // Again: nothing new to fold, nothing counted twice.
+    expect(await suite.p.broker.call("analytics.maintain", { now })).toMatchObject({ folded: 0 });
+    expect(await ask()).toEqual(before);
+
+    // Months later the hour rows are gone too; the days still answer, with the same totals.
+    await suite.p.broker.call("analytics.maintain", { now: now + 95 * 24 * HOUR });
+    const later = (await usage(reader.key, `from=${from}&to=${to}&granularity=day`)).buckets;
+    expect(later).toEqual(before.plain);
+  }, 60_000);
+
   it("refuses bad windows, naming the parameter", async () => {
     const reader = (await key(suite.acme.live, ["analytics:read"])).key;
     const bad: [string, string][] = [
