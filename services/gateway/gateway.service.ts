@@ -6,6 +6,7 @@ import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import type { Identity, Invalidation } from "../../shared/identity";
+import { SERVICE_NAMES } from "../../shared/config";
 import { settingsOf } from "../../shared/runtime";
 import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -24,6 +25,7 @@ const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
 const METER_FLUSH_MS = 1_000;
 const METER_MAX_BATCHES = 600;
+const READY_STORE_TIMEOUT_MS = 1_000;
 const SWEEP_INTERVAL_MS = 60_000;
 
 /** What the gateway learns about one request along the way. */
@@ -61,6 +63,8 @@ interface GatewayMethods {
   renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
   countGateways(): void;
   flushUsage(): Promise<void>;
+  /** `GET /ready`: 200 while the broker, the store and the auth service answer (naming any other service with no node); else 503. */
+  readiness(): Promise<{ status: number; body: unknown }>;
   /** Sends the meter's batches to the analytics service, oldest first, until one is refused. */
   flushMeter(): Promise<void>;
 }
@@ -139,6 +143,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const url = req.url ?? "/";
       const q = url.indexOf("?");
       const path = q < 0 ? url : url.slice(0, q);
+      if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
+        return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
+      }
       if (!path.startsWith("/v1/")) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
       const match = matchRoute(req.method ?? "", path.slice(3));
       if (!match.route) {
@@ -281,6 +288,32 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
           .map((svc) => svc.nodeID),
       );
       this.gatewayNodes = Math.max(1, nodes.size);
+    },
+
+    async readiness() {
+      const available = new Set(
+        this.broker.registry
+          .getServiceList({ onlyAvailable: true, skipInternal: true })
+          .map((svc: { name: string }) => svc.name),
+      );
+      const services = Object.fromEntries(SERVICE_NAMES.map((name) => [name, available.has(name)]));
+      const started = Date.now();
+      const store = await Promise.race([
+        this.idempotency.ping().then(
+          () => true,
+          () => false,
+        ),
+        new Promise<boolean>((ok) => setTimeout(() => ok(false), READY_STORE_TIMEOUT_MS).unref()),
+      ]);
+      const broker = this.broker.transit ? this.broker.transit.connected : true;
+      // What every request needs decides readiness (a load balancer then stops sending here); a
+      // missing service only fails its own routes (503), so it is reported, not fatal.
+      const ready = broker && store && services.auth;
+      const missing = SERVICE_NAMES.filter((name) => !services[name]);
+      return {
+        status: ready ? 200 : 503,
+        body: { status: ready ? (missing.length > 0 ? "degraded" : "ready") : "not_ready", broker, store, store_ms: Date.now() - started, services, missing },
+      };
     },
 
     async flushMeter() {
