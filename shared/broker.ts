@@ -1,8 +1,10 @@
 import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { brokerOptions } from "../moleculer.config";
 import { SERVICE_SCHEMAS } from "../services";
+import { ROUTES } from "../services/gateway/routes";
+import { openApiDocument } from "./openapi";
 import type { Settings } from "./config";
-import { bindSettings, bindStore } from "./runtime";
+import { bindApiReference, bindSettings, bindStore } from "./runtime";
 import type { Store } from "./storage/types";
 
 /**
@@ -13,6 +15,7 @@ import type { Store } from "./storage/types";
 export function createBroker(settings: Settings, overrides: Partial<BrokerOptions> = {}, store?: Store): ServiceBroker {
   const broker = new ServiceBroker(brokerOptions(settings, overrides));
   bindSettings(broker, settings);
+  bindApiReference(broker, () => openApiDocument(ROUTES, SERVICE_SCHEMAS));
   if (store) bindStore(broker, store);
   for (const name of settings.services) {
     if (name === "store" && settings.mongoUrl) continue;

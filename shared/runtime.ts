@@ -26,3 +26,13 @@ export function bindStore(broker: ServiceBroker, store: Store): void {
 }
 
 export const boundStoreOf = (broker: ServiceBroker): Store | undefined => storeByBroker.get(broker);
+
+const referenceByBroker = new WeakMap<ServiceBroker, () => unknown>();
+
+/** The API reference a broker's gateway serves, made on first use. */
+export function bindApiReference(broker: ServiceBroker, make: () => unknown): void {
+  let made: unknown;
+  referenceByBroker.set(broker, () => (made ??= make()));
+}
+
+export const apiReferenceOf = (broker: ServiceBroker): unknown => referenceByBroker.get(broker)?.() ?? null;

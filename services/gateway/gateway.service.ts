@@ -7,7 +7,7 @@ import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import type { Identity, Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
-import { settingsOf } from "../../shared/runtime";
+import { apiReferenceOf, settingsOf } from "../../shared/runtime";
 import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Store } from "../../shared/storage/types";
@@ -146,6 +146,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
         return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
       }
+      if (path === "/v1/openapi.json" && req.method === "GET") return { status: 200, body: apiReferenceOf(this.broker) };
       if (!path.startsWith("/v1/")) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
       const match = matchRoute(req.method ?? "", path.slice(3));
       if (!match.route) {

@@ -1,0 +1,45 @@
+import { request } from "undici";
+import { ROUTES } from "../../services/gateway/routes";
+import { usePlatform } from "../helpers/platform";
+
+const suite = usePlatform();
+let doc: any;
+beforeAll(async () => {
+  const res = await request(`${suite.p.baseUrl}/openapi.json`);
+  expect(res.statusCode).toBe(200);
+  doc = await res.body.json();
+});
+
+describe("the API reference at /v1/openapi.json", () => {
+  it("is an OpenAPI 3.1 document, served without a key", () => {
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.servers).toEqual([{ url: "/v1" }]);
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+  });
+
+  it("has every route of the gateway's table, with its scope and path parameters, and nothing else", () => {
+    for (const route of ROUTES) {
+      const op = doc.paths[route.path]?.[route.method.toLowerCase()];
+      expect({ route: `${route.method} ${route.path}`, documented: Boolean(op) }).toEqual({ route: `${route.method} ${route.path}`, documented: true });
+      expect(op.security).toEqual([{ bearer: [route.scope] }]);
+      const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      expect((op.parameters ?? []).filter((p: any) => p.in === "path").map((p: any) => p.name)).toEqual(inPath);
+      expect(Object.keys(op.responses)).toContain(String(route.status ?? 200));
+    }
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it("describes parameters from the actions' validation schemas", () => {
+    const createHook = doc.paths["/webhooks"].post.requestBody.content["application/json"].schema;
+    expect(createHook.required.sort()).toEqual(["events", "url"]);
+    expect(createHook.additionalProperties).toBe(false);
+    expect(createHook.properties.url).toMatchObject({ type: "string", maxLength: 2048 });
+    const listWorkflows = doc.paths["/workflows"].get.parameters.map((p: any) => [p.name, p.in, p.required]);
+    expect(listWorkflows).toEqual(expect.arrayContaining([["page", "query", false], ["per_page", "query", false], ["status", "query", false]]));
+    const usage = doc.paths["/analytics/usage"].get.parameters.find((p: any) => p.name === "granularity");
+    expect(usage.schema).toMatchObject({ type: "string", enum: ["hour", "day"], default: "hour" });
+    expect(doc.paths["/workflows/{id}/runs"].post.requestBody.content["application/json"].schema.properties.input).toMatchObject({ type: "object" });
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toContain("parameter_invalid");
+  });
+});
