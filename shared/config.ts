@@ -15,6 +15,26 @@ export const SERVICE_NAMES = [
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number] | "store";
 
+/** Every environment variable loadSettings reads (a test holds the two together, and the README's table). */
+export const SETTING_NAMES = [
+  "PORT",
+  "HOST",
+  "TRANSPORTER",
+  "SERVICES",
+  "MONGO_URL",
+  "DATA_DIR",
+  "NODE_ID",
+  "LOG_LEVEL",
+  "REQUEST_TIMEOUT_MS",
+  "RATE_LIMIT_MAX",
+  "RATE_LIMIT_WINDOW_MS",
+  "WEBHOOK_TIMEOUT_MS",
+  "WEBHOOK_RETRY_DELAYS_MS",
+  "WEBHOOK_ALLOW_PRIVATE_TARGETS",
+  "WORKFLOW_RETRY_BASE_MS",
+  "USAGE_RETENTION_DAYS",
+] as const;
+
 export interface Settings {
   port: number;
   host: string;
