@@ -35,9 +35,13 @@ const accepts = (port: number): Promise<boolean> =>
     socket.once("error", () => ok(false));
   });
 
-export async function startNats(timeoutMs = 10_000): Promise<NatsServer> {
+/**
+ * `detached`: in a process group of its own, so a Ctrl-C meant for the parent does not stop it
+ * before the parent has stopped the processes that use it.
+ */
+export async function startNats(timeoutMs = 10_000, detached = false): Promise<NatsServer> {
   const port = await freePort();
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "ignore", "pipe"], detached });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));

@@ -53,6 +53,9 @@ interface GatewayVars {
   usage: Map<string, { org_id: string; at: number }>;
   meter: Meter;
   metering: boolean;
+  /** HTTP requests read and answered (fully written) by this node: equal once it has stopped. */
+  received: number;
+  answered: number;
   timers: NodeJS.Timeout[];
 }
 interface GatewayMethods {
@@ -130,6 +133,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
   methods: {
     async httpHandler(req, res) {
+      this.received += 1;
       const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
       try {
         const { status, body, replayed } = await this.handle(req, x);
@@ -242,7 +246,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       setImmediate(() => {
         if (res.destroyed || res.writableEnded) return;
         res.writeHead(status, headers);
-        res.end(payload);
+        res.end(payload, () => (this.answered += 1));
       });
     },
 
@@ -348,6 +352,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.gatewayNodes = 1;
     this.usage = new Map();
     this.meter = new Meter(METER_MAX_BATCHES);
+    this.received = 0;
+    this.answered = 0;
     this.metering = false;
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
@@ -374,6 +380,15 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
   async stopped() {
     for (const timer of this.timers) clearInterval(timer);
     await Promise.all([this.flushUsage(), this.flushMeter()]);
+    // moleculer-web's own `stopped` (a mixin's) closes the server after this one has run; the
+    // count is logged once the server has closed and every answer has been written.
+    const server = (this as unknown as { server?: { listening: boolean; once(e: "close", f: () => void): void } }).server;
+    const report = () => {
+      const level = this.received === this.answered ? "info" : "warn";
+      this.logger[level](`gateway stopped: ${this.received} requests read, ${this.answered} answered`);
+    };
+    if (server?.listening) server.once("close", report);
+    else report();
   },
 };
 
