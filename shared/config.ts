@@ -33,6 +33,7 @@ export const SETTING_NAMES = [
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
   "WORKFLOW_RETRY_BASE_MS",
   "USAGE_RETENTION_DAYS",
+  "METRICS_PORT",
 ] as const;
 
 export interface Settings {
@@ -52,6 +53,8 @@ export interface Settings {
   webhookAllowPrivateTargets: boolean;
   workflowRetryBaseMs: number;
   usageRetentionDays: number;
+  /** Prometheus metrics on this port (`/metrics`); unset: off. */
+  metricsPort: number | undefined;
 }
 
 export class SettingsError extends Error {
@@ -131,5 +134,6 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
+    metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
   };
 }
