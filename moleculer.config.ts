@@ -1,5 +1,6 @@
 import type { BrokerOptions } from "moleculer";
 import type { Settings } from "./shared/config";
+import { jsonLines } from "./shared/log-format";
 import { MsgpackrSerializer } from "./shared/serializer";
 
 /**
@@ -14,7 +15,7 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     nodeID: settings.nodeId,
     transporter: settings.transporter ? { type: "NATS", options: { url: settings.transporter } } : undefined,
     serializer: new MsgpackrSerializer(),
-    logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: "json", level: settings.logLevel } },
+    logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: jsonLines, level: settings.logLevel } },
     // Time-outs and the breaker guard remote calls; in one process a call cannot be lost in transit,
     // and their per-call timers cost ~8 % of the gateway's CPU.
     requestTimeout: clustered ? settings.requestTimeoutMs : 0,

@@ -223,10 +223,13 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
     send(res, x, status, body, extra) {
       if (res.headersSent || res.writableEnded) return;
+      const ms = performance.now() - x.start;
       if (x.caller && x.route) {
         const { org_id, environment, key_id } = x.caller;
-        this.meter.record({ at: Date.now(), org_id, environment, key_id, method: x.method, route: x.route, status, latency_ms: performance.now() - x.start });
+        this.meter.record({ at: Date.now(), org_id, environment, key_id, method: x.method, route: x.route, status, latency_ms: ms });
       }
+      // The access log, at debug level (LOG_LEVEL=debug): one JSON line per answer, by request id.
+      this.logger.debug({ request_id: x.requestId, method: x.method, route: x.route ?? null, status, duration_ms: Math.round(ms * 100) / 100, key_id: x.caller?.key_id ?? null }, "request");
       const payload = JSON.stringify(body);
       const headers: OutgoingHttpHeaders = {
         "Content-Type": "application/json; charset=utf-8",
@@ -258,7 +261,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         http = { status: 401, code: "api_key_revoked", message: "This API key has been revoked" };
       }
       if (http.code === "internal_error") {
-        (this as unknown as { logger: { error(...a: unknown[]): void } }).logger.error("Request failed", { request_id: x.requestId, method, err });
+        this.logger.error({ request_id: x.requestId, method, err }, "Request failed");
       }
       const error = {
         type: ERROR_CODES[http.code].type,
