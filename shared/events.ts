@@ -45,9 +45,11 @@ export interface EventDoc extends Doc {
   untriggered_since?: number;
   /** Internal: the workflow whose run emitted this event; it does not trigger that workflow again. */
   origin_workflow_id?: string;
+  /** Internal: how many event-started runs led to this event (0 or absent: none). */
+  chain_depth?: number;
 }
 
-export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id">;
+export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth">;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {
@@ -86,12 +88,13 @@ export interface NewEvent {
   /** Given by a caller that must record the event exactly once (a retried insert then fails as a duplicate). */
   id?: string;
   origin_workflow_id?: string;
+  chain_depth?: number;
 }
 
 /** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
 export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
   const now = Date.now();
-  const { id = newId("evt"), origin_workflow_id, ...fields } = input;
+  const { id = newId("evt"), origin_workflow_id, chain_depth, ...fields } = input;
   const doc: EventDoc = {
     id,
     ...fields,
@@ -99,6 +102,7 @@ export async function recordEvent(events: Collection<EventDoc>, broker: ServiceB
     undispatched_since: now,
     untriggered_since: now,
     ...(origin_workflow_id && { origin_workflow_id }),
+    ...(chain_depth && { chain_depth }),
   };
   await events.insert(doc);
   // A lost wake-up only delays the reaction until the next sweep of the log.

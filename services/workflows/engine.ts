@@ -155,6 +155,7 @@ export class RunEngine {
           data: e.data,
           source: "workflows",
           origin_workflow_id: run.workflow_id,
+          chain_depth: run.chain_depth,
         });
       } catch (err) {
         // Recorded before a crash: its id is taken, so it is stored once.

@@ -57,9 +57,11 @@ export interface RunDoc extends Doc {
   outbox: OutboxEvent[];
   /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
   trigger_key?: string;
+  /** Internal: event-started runs in the chain that led to this one (its events carry it on). */
+  chain_depth?: number;
 }
 
-export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "outbox" | "trigger_key">;
+export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "outbox" | "trigger_key" | "chain_depth">;
 
 export const runView = ({
   org_id: _o,
@@ -70,10 +72,14 @@ export const runView = ({
   lease: _l,
   outbox: _ob,
   trigger_key: _t,
+  chain_depth: _cd,
   ...view
 }: RunDoc): RunView => view;
 
-export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number): RunDoc {
+/** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
+export const MAX_CHAIN_DEPTH = 10;
+
+export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number, chainDepth = 0): RunDoc {
   const at = new Date(nowMs).toISOString();
   return {
     id: newId("run"),
@@ -94,6 +100,7 @@ export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, tr
     due_at: nowMs,
     outbox: [],
     ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
+    ...(chainDepth > 0 && { chain_depth: chainDepth }),
   };
 }
 

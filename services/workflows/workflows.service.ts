@@ -8,7 +8,7 @@ import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Filter, type Store, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
-import { finish, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
+import { finish, MAX_CHAIN_DEPTH, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
 import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
 import {
   createParams,
@@ -282,8 +282,15 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
             group.flatMap((event) =>
               listening
                 .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
+                // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
+                .filter(() => {
+                  if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
+                  this.logger.warn(`event ${event.id} (${event.type}) starts no run: ${MAX_CHAIN_DEPTH} event-started runs led to it`);
+                  return false;
+                })
                 .map(async (wf) => {
-                  const run = newRun(wf, { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } }, { type: "event", event_id: event.id, event_type: event.type }, now);
+                  const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
+                  const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1);
                   try {
                     await this.runs.insert(run);
                     started.push(run.id);

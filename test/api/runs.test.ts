@@ -201,6 +201,18 @@ describe("runs end to end", () => {
     expect(runs.data[0].status).toBe("succeeded");
   });
 
+  it("workflows that start each other through their events stop after 10 event-started runs", async () => {
+    const a = await workflow({ trigger: { type: "event", event_type: "ping.a" }, steps: [{ type: "emit", event_type: "ping.b" }] });
+    const b = await workflow({ trigger: { type: "event", event_type: "ping.b" }, steps: [{ type: "emit", event_type: "ping.a" }] });
+    await call("POST", "/events", { type: "ping.a" });
+    const total = async () => (await call("GET", `/workflows/${a.id}/runs`)).body.meta.total + (await call("GET", `/workflows/${b.id}/runs`)).body.meta.total;
+    const deadline = Date.now() + 8000;
+    while ((await total()) < 10 && Date.now() < deadline) await sleep(50);
+    await sleep(800);
+    expect(await total()).toBe(10);
+    expect((await call("GET", `/workflows/${a.id}/runs`)).body.meta.total).toBe(5);
+  });
+
   it("refuses bad starts: inactive, unknown, other organization's, bad input", async () => {
     const wf = await workflow({ status: "inactive", steps: [{ type: "delay", duration_ms: 1 }] });
     expectError(await call("POST", `/workflows/${wf.id}/runs`, {}), 409, "invalid_state", "id");
