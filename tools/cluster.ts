@@ -12,7 +12,8 @@ import { SERVER_JS, waitFor } from "./procs";
  *
  *   npm run cluster -- --gateway 2 --webhook-dispatcher 2 --workflows 2
  *
- * Gateways listen on PORT, PORT+1, … (PORT defaults to 3000). Every process's JSON log lines are
+ * Gateways listen on PORT, PORT+1, … (PORT defaults to 3000); with METRICS_PORT set, each process
+ * serves its metrics on its own port from there on (listed in the `cluster ready` line). Every process's JSON log lines are
  * shown as one readable, interleaved stream. Ctrl-C (or SIGTERM) stops the gateways first, then the
  * rest, each with SIGTERM (SIGKILL after 15 s), then nats-server. Once everything runs it prints one
  * line `cluster ready {json}` with each process's name, pid and port.
@@ -62,11 +63,21 @@ async function main(): Promise<void> {
   const nats = process.env.TRANSPORTER ? null : await startNats(10_000, true);
   const transporter = process.env.TRANSPORTER ?? nats!.url;
   const members: Member[] = [];
+  const metricsBase = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
   let stopping = false;
 
   const launch = (service: ServiceName, name: string, port?: number): Member => {
     const child = spawn(process.execPath, [SERVER_JS], {
-      env: { ...process.env, TRANSPORTER: transporter, DATA_DIR: dataDir, SERVICES: service, NODE_ID: name, ...(port !== undefined && { PORT: String(port) }) },
+      env: {
+        ...process.env,
+        TRANSPORTER: transporter,
+        DATA_DIR: dataDir,
+        SERVICES: service,
+        NODE_ID: name,
+        ...(port !== undefined && { PORT: String(port) }),
+        // One metrics port per process: METRICS_PORT, METRICS_PORT+1, … in the order they start.
+        ...(metricsBase !== undefined && { METRICS_PORT: String(metricsBase + members.length) }),
+      },
       stdio: ["ignore", "pipe", "pipe"],
       // Its own process group: Ctrl-C reaches this command only, which stops the processes in order.
       detached: true,
@@ -126,7 +137,11 @@ async function main(): Promise<void> {
   for (const g of gateways) {
     await waitFor(`${g.name} to be ready`, async () => (await fetch(`http://127.0.0.1:${g.port}/ready`)).status === 200, 60_000);
   }
-  const ready = { nats: transporter, data_dir: dataDir, processes: members.map((m) => ({ name: m.name, pid: m.child.pid, ...(m.port && { port: m.port }) })) };
+  const ready = {
+    nats: transporter,
+    data_dir: dataDir,
+    processes: members.map((m, i) => ({ name: m.name, pid: m.child.pid, ...(m.port && { port: m.port }), ...(metricsBase !== undefined && { metrics_port: metricsBase + i }) })),
+  };
   process.stdout.write(`cluster ready ${JSON.stringify(ready)}\n`);
   for (const g of gateways) process.stdout.write(`  ${g.name}: http://127.0.0.1:${g.port}/v1\n`);
 }
