@@ -28,6 +28,7 @@ beforeAll(async () => {
     req.resume();
     const answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     if (req.url?.startsWith("/slow")) setTimeout(answer, 1500);
+    else if (req.url?.startsWith("/drain")) setTimeout(answer, 1000);
     else answer();
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
@@ -125,5 +126,35 @@ describe("durable runs over NATS", () => {
       `kill test: run ${run} resumed ${((slow[1].at - killedAt) / 1000).toFixed(1)} s after the SIGKILL (the claim's time-out); ` +
         `reads that failed meanwhile: ${failures.length} (${[...new Set(failures)].join(", ")})`,
     );
+  });
+
+  it("a node stopped with SIGTERM finishes its step and hands the run over at once", async () => {
+    const live = nodes.filter((n) => n.name !== "api" && n.child.exitCode === null && n.child.signalCode === null);
+    // The kill test above took one node down: start another so two share the work again.
+    if (live.length < 2) {
+      nodes.push(startNode("w3", { ...common, SERVICES: "workflows" }));
+      await new Promise((r) => setTimeout(r, 2500));
+    }
+    const wf = await createWorkflow([
+      { id: "drain", type: "http", url: url("/drain"), timeout_ms: 5000 },
+      { id: "next", type: "http", url: url("/next") },
+    ]);
+    const run = (await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: {} })).body.data.id as string;
+    await waitFor("the drain step to be in flight", () => hits.some((h) => h.path === "/drain"), 20_000);
+    const drainPort = hits.find((h) => h.path === "/drain")!.port;
+    const holder = nodes.filter((n) => n.name !== "api" && n.child.exitCode === null && n.child.signalCode === null).find((n) => connectionsOf(n.child.pid!, targetPort).has(drainPort));
+    expect(holder).toBeDefined();
+    const signalled = Date.now();
+    const stopped = holder!.kill("SIGTERM");
+    await waitFor("the run to end", async () => (await runOf(wf, run)).status === "succeeded", 30_000);
+    await stopped;
+    expect(holder!.child.exitCode).toBe(0);
+    // The step in flight was finished by the stopping node, not repeated; the next one ran once,
+    // soon after (the run was handed back, not left to its claim's time-out of 10 s).
+    expect(hits.filter((h) => h.path === "/drain")).toHaveLength(1);
+    const next = hits.filter((h) => h.path === "/next");
+    expect(next).toHaveLength(1);
+    expect(next[0].at - signalled).toBeLessThan(5000);
+    console.log(`graceful stop: the next step ran ${next[0].at - signalled} ms after SIGTERM`);
   });
 });
