@@ -3,9 +3,12 @@ import { join, resolve } from "node:path";
 import Datastore from "@seald-io/nedb";
 import { ApiError, DuplicateKeyError } from "../errors";
 import { GroupCommit } from "./nedb-commit";
+import { patchNedbIndexes } from "./nedb-index";
 import { checkUpdate, scoped } from "./scope";
 import { COLLECTION_NAME, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
 
+
+patchNedbIndexes();
 /** nedb's files are append-only; rewriting them now and then keeps them at the size of their data. */
 const COMPACT_EVERY_MS = 10 * 60 * 1000;
 /** Compare-and-set attempts of one sorted update before it reports "nothing to claim". */

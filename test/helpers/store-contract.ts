@@ -154,6 +154,26 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await items.get(A, doc.id)).toEqual(updated);
     });
 
+    it("finds every updated document through its indexes; a refused update leaves all of them as they were", async () => {
+      const slot = `k${next()}`;
+      const doc = await put({ slot, name: "a" });
+      // The indexed value stays: the index must still lead to the document as updated.
+      await items.update(A, { id: doc.id }, { $set: { name: "b" } });
+      expect((await items.find(A, { slot })).map((d) => d.name)).toEqual(["b"]);
+      expect((await items.get(A, doc.id))?.name).toBe("b");
+      // A refused change (into a taken unique value, beside a change that alone would pass).
+      const otherSlot = `k${next()}`;
+      const other = await put({ slot: otherSlot, name: "o" });
+      await expect(items.update(A, { id: other.id }, { $set: { slot, name: "zz" } })).rejects.toMatchObject({ type: "resource_exists" });
+      expect((await items.find(A, { slot: otherSlot })).map((d) => [d.id, d.name])).toEqual([[other.id, "o"]]);
+      expect((await items.find(A, { slot })).map((d) => [d.id, d.name])).toEqual([[doc.id, "b"]]);
+      // Moved to a free value: found there, and no longer at the old one.
+      const moved = `k${next()}x`;
+      await items.update(A, { id: other.id }, { $set: { slot: moved } });
+      expect(await items.find(A, { slot: otherSlot })).toEqual([]);
+      expect((await items.find(A, { slot: moved })).map((d) => d.id)).toEqual([other.id]);
+    });
+
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
       const doc = await put({ status: "queued" });
       const results = await Promise.all(
