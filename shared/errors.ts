@@ -68,5 +68,11 @@ export class DuplicateKeyError extends ApiError {
   }
 }
 
+/**
+ * A unique index refused the write (a DuplicateKeyError, also when it crossed the broker from the
+ * store node and arrives as a plain error of that type).
+ */
+export const isDuplicate = (err: unknown): boolean => (err as { type?: string } | null)?.type === "resource_exists";
+
 export const isErrorCode = (value: unknown): value is ErrorCode =>
   typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);

@@ -1,6 +1,7 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { DELIVERY_STATUSES, deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
+import { isDuplicate } from "../../shared/errors";
 import { eventsCollection, type EventDoc } from "../../shared/events";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -50,7 +51,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
               await this.usage.insert({ ...rest, start: minute, id: `${ctx.params.batch_id}.${i}` });
               stored += 1;
             } catch (err) {
-              if ((err as { type?: string }).type !== "resource_exists") throw err;
+              if (!isDuplicate(err)) throw err;
             }
           }),
         );

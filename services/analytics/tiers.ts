@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { isDuplicate } from "../../shared/errors";
 import { ALL_TENANTS, type Collection, type Doc, type Scope } from "../../shared/storage/types";
 import { addHistograms, type UsageRow } from "../../shared/usage";
 
@@ -100,7 +101,7 @@ export class Tiers {
         try {
           await upper.rows.insert(row);
         } catch (err) {
-          if ((err as { type?: string }).type !== "resource_exists") throw err;
+          if (!isDuplicate(err)) throw err;
         }
       }
       const moved = await this.state.update(PLATFORM, { id: upper.name, lease }, { $set: { folded_until: start + upper.size, lease_until: 0 }, $unset: { lease: true } });

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
-import { notFound } from "../../shared/errors";
+import { isDuplicate, notFound } from "../../shared/errors";
 import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView, type NewEvent } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { newestFirst, skipOf, type ListResult } from "../../shared/pagination";
@@ -104,7 +104,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       try {
         await this.types.insert({ id, org_id: event.org_id, environment: event.environment, type: event.type, first_seen_at: event.created_at ?? nowIso() });
       } catch (err) {
-        if ((err as { type?: string }).type !== "resource_exists") throw err;
+        if (!isDuplicate(err)) throw err;
       }
       if (this.knownTypes.size > 100_000) this.knownTypes.clear();
       this.knownTypes.add(id);

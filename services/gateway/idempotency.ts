@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { ApiError } from "../../shared/errors";
+import { ApiError, isDuplicate } from "../../shared/errors";
 import { nowIso } from "../../shared/ids";
 import { ALL_TENANTS, type Collection, type Tenant } from "../../shared/storage/types";
 
@@ -64,7 +64,7 @@ export class Idempotency {
         });
         return { kind: "new", id };
       } catch (err) {
-        if ((err as { type?: string }).type !== "resource_exists") throw err;
+        if (!isDuplicate(err)) throw err;
       }
       const existing = await this.records.get(tenant, id);
       if (!existing) continue;

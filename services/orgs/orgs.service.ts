@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, type CallMeta } from "../../shared/context";
-import { ApiError, notFound } from "../../shared/errors";
+import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -125,7 +125,7 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
         try {
           await this.members.insert(member);
         } catch (err) {
-          if ((err as { type?: string }).type === "resource_exists") {
+          if (isDuplicate(err)) {
             throw new ApiError("resource_exists", `${member.email} is already a member`, { param: "email" });
           }
           throw err;

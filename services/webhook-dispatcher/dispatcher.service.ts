@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { isDuplicate } from "../../shared/errors";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
 import { newId } from "../../shared/ids";
 import { settingsOf } from "../../shared/runtime";
@@ -156,10 +157,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
               inserts.push(
                 this.deliveries.insert(delivery).then(
                   () => void created.push({ delivery, payload, target }),
-                  (err: { type?: string }) => {
+                  (err: unknown) => {
                     // A unique-index refusal means another node fanned this event out already (a
                     // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
-                    if (err.type !== "resource_exists") incomplete.add(event.id);
+                    if (!isDuplicate(err)) incomplete.add(event.id);
                   },
                 ),
               );

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
 import { Agent, request } from "undici";
-import { ApiError } from "../../shared/errors";
+import { isDuplicate } from "../../shared/errors";
 import { recordEvent, type EventDoc } from "../../shared/events";
 import { newId } from "../../shared/ids";
 import { checkTargetUrl, guardedLookup } from "../../shared/net-guard";
@@ -159,7 +159,7 @@ export class RunEngine {
         });
       } catch (err) {
         // Recorded before a crash: its id is taken, so it is stored once.
-        if ((err as ApiError).type !== "resource_exists") throw err;
+        if (!isDuplicate(err)) throw err;
       }
     }
   }

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
-import { ApiError, notFound } from "../../shared/errors";
+import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
@@ -296,7 +296,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
                     started.push(run.id);
                   } catch (err) {
                     // Started already (a sweep racing a wake-up); anything else: the sweep retries.
-                    if ((err as ApiError).type !== "resource_exists") incomplete.add(event.id);
+                    if (!isDuplicate(err)) incomplete.add(event.id);
                   }
                 }),
             ),
