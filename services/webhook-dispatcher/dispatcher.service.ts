@@ -2,12 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate } from "../../shared/errors";
+import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
 import { newId } from "../../shared/ids";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
+import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
 import { outcomeOf } from "./dispatcher.logic";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
@@ -39,9 +40,6 @@ const TOTAL = 1024;
 const LEASE_MARGIN_MS = 2000;
 /** How often each node looks for due deliveries and for events nobody has fanned out. */
 const POLL_MS = 500;
-/** An event younger than this is left to the node its wake-up went to. */
-const SWEEP_GRACE_MS = 2000;
-const SWEEP_BATCH = 500;
 /** Retries due within this long are also woken by a local timer, not only by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
 
@@ -53,8 +51,7 @@ interface DispatcherVars {
   lanes: Lanes<Job>;
   timeoutMs: number;
   delays: number[];
-  incoming: EventDoc[];
-  flushScheduled: boolean;
+  consumer: EventConsumer;
   polling: boolean;
   stopping: boolean;
   timers: Set<NodeJS.Timeout>;
@@ -62,9 +59,8 @@ interface DispatcherVars {
 }
 interface DispatcherMethods {
   leaseMs(): number;
-  flush(): void;
-  /** Creates the events' deliveries and queues their first attempts; answers how many events are done. */
-  fanOut(events: EventDoc[]): Promise<number>;
+  /** Creates one tenant's events' deliveries and queues their first attempts; answers the events not done. */
+  fanOut(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
   attempt(job: Job): Promise<void>;
   settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
   claim(id?: string): Promise<boolean>;
@@ -86,8 +82,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     /** Wake-up from whoever stored an event; one dispatcher node gets each. */
     [EVENT_STORED]: {
       handler(ctx: Context<{ event: EventDoc }>) {
-        this.incoming.push(ctx.params.event);
-        this.flush();
+        this.consumer.wake(ctx.params.event);
       },
     },
     /** Wake-up for a delivery due now (a redelivery). */
@@ -103,77 +98,49 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       return this.timeoutMs + LEASE_MARGIN_MS;
     },
 
-    /** Wake-ups of one loop turn are fanned out together: one webhooks lookup per environment. */
-    flush() {
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        const batch = this.incoming.splice(0);
-        if (batch.length > 0 && !this.stopping) {
-          this.fanOut(batch).catch((err) => this.logger.warn("fan-out failed; the sweep retries it", err));
-        }
-      });
-    },
-
-    async fanOut(events) {
-      const byTenant = new Map<string, EventDoc[]>();
-      for (const event of events) {
-        const key = `${event.org_id}\n${event.environment}`;
-        const group = byTenant.get(key);
-        if (group) group.push(event);
-        else byTenant.set(key, [event]);
-      }
+    async fanOut({ org_id, environment }, events) {
       const incomplete = new Set<string>();
       const created: Job[] = [];
-      await Promise.all(
-        [...byTenant.values()].map(async (group) => {
-          const { org_id, environment } = group[0];
-          const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
-          const now = Date.now();
-          const at = new Date(now).toISOString();
-          const inserts: Promise<void>[] = [];
-          for (const event of group) {
-            const payload = payloadOf(event);
-            for (const target of targets) {
-              if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
-              const delivery: Claimed = {
-                id: newId("del"),
-                org_id,
-                environment,
-                webhook_id: target.id,
-                event_id: event.id,
-                event_type: event.type,
-                status: "pending",
-                attempts: [],
-                series_start: 0,
-                next_attempt_at: at,
-                created_at: at,
-                updated_at: at,
-                // Created already claimed by this node: the first attempt needs no separate claim.
-                due_at: now + this.leaseMs(),
-                lease: randomUUID(),
-              };
-              inserts.push(
-                this.deliveries.insert(delivery).then(
-                  () => void created.push({ delivery, payload, target }),
-                  (err: unknown) => {
-                    // A unique-index refusal means another node fanned this event out already (a
-                    // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
-                    if (!isDuplicate(err)) incomplete.add(event.id);
-                  },
-                ),
-              );
-            }
-          }
-          await Promise.all(inserts);
-        }),
-      ).finally(() => {
-        for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
-      });
-      const done = events.filter((e: EventDoc) => !incomplete.has(e.id)).map((e: EventDoc) => e.id);
-      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { undispatched_since: true } });
-      return done.length;
+      const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
+      const now = Date.now();
+      const at = new Date(now).toISOString();
+      const inserts: Promise<void>[] = [];
+      for (const event of events) {
+        const payload = payloadOf(event);
+        for (const target of targets) {
+          if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
+          const delivery: Claimed = {
+            id: newId("del"),
+            org_id,
+            environment,
+            webhook_id: target.id,
+            event_id: event.id,
+            event_type: event.type,
+            status: "pending",
+            attempts: [],
+            series_start: 0,
+            next_attempt_at: at,
+            created_at: at,
+            updated_at: at,
+            // Created already claimed by this node: the first attempt needs no separate claim.
+            due_at: now + this.leaseMs(),
+            lease: randomUUID(),
+          };
+          inserts.push(
+            this.deliveries.insert(delivery).then(
+              () => void created.push({ delivery, payload, target }),
+              (err: unknown) => {
+                // A unique-index refusal means another node fanned this event out already (a
+                // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
+                if (!isDuplicate(err)) incomplete.add(event.id);
+              },
+            ),
+          );
+        }
+      }
+      await Promise.all(inserts);
+      for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
+      return incomplete;
     },
 
     async attempt(job) {
@@ -267,20 +234,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         while (this.lanes.size < TOTAL && (await this.claim())) {
           // claimed one; look for the next
         }
-        for (;;) {
-          const stale = await this.events.find(
-            ALL_TENANTS,
-            { undispatched_since: { $lt: Date.now() - SWEEP_GRACE_MS } },
-            // No sort: both engines walk the sparse index in order (oldest first) and stop at the
-            // limit, where a sort would order every undispatched event for each batch (nedb).
-            { limit: SWEEP_BATCH },
-          );
-          const done = stale.length > 0 ? await this.fanOut(stale) : 0;
-          // A backlog (events stored while no dispatcher ran) is swept batch after batch, as fast
-          // as the lanes drain; a batch that could not be fanned out waits for the next poll.
-          if (stale.length < SWEEP_BATCH || done === 0 || this.stopping) break;
+        // A backlog (events stored while no dispatcher ran) is swept batch after batch, as fast as
+        // the lanes drain.
+        await this.consumer.sweep(async () => {
           while (this.lanes.size > TOTAL && !this.stopping) await new Promise((r) => setTimeout(r, 20));
-        }
+        });
       } catch (err) {
         this.logger.warn("poll failed; the next one retries", err);
       } finally {
@@ -308,8 +266,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
       this.attempt(job).catch((err) => this.logger.warn(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err)),
     );
-    this.incoming = [];
-    this.flushScheduled = false;
+    this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();
@@ -325,6 +282,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
   async stopped() {
     if (this.stopping) return;
     this.stopping = true;
+    this.consumer.stop();
     clearInterval(this.poller);
     for (const timer of this.timers) clearTimeout(timer);
     const queued = this.lanes.takeQueued();

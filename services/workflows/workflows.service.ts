@@ -1,12 +1,13 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Filter, type Store, type Tenant } from "../../shared/storage/types";
+import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { finish, MAX_CHAIN_DEPTH, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
 import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
@@ -29,9 +30,6 @@ import {
 
 /** Runs one workflows node drives at once. */
 const MAX_ACTIVE_RUNS = 64;
-/** An event younger than this is left to the node its wake-up went to. */
-const SWEEP_GRACE_MS = 2000;
-const SWEEP_BATCH = 500;
 const SWEEP_MS = 500;
 /** JSON size of a run's input. */
 const INPUT_MAX_BYTES = 64 * 1024;
@@ -42,9 +40,7 @@ interface WorkflowsVars {
   runs: Collection<RunDoc>;
   events: Collection<EventDoc>;
   engine: RunEngine;
-  incoming: EventDoc[];
-  flushScheduled: boolean;
-  sweeping: boolean;
+  consumer: EventConsumer;
   sweeper: NodeJS.Timeout | undefined;
 }
 interface WorkflowsMethods {
@@ -52,9 +48,8 @@ interface WorkflowsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, kind: "cancel" | "approve" | "reject"): Promise<RunView>;
-  /** Starts the runs these events trigger; answers how many events are done. */
-  trigger(events: EventDoc[]): Promise<number>;
-  sweep(): Promise<void>;
+  /** Starts the runs one tenant's events trigger; answers the events not done. */
+  trigger(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -206,14 +201,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     /** Wake-up from whoever stored an event; one workflows node gets each. */
     [EVENT_STORED]: {
       handler(ctx: Context<{ event: EventDoc }>) {
-        this.incoming.push(ctx.params.event);
-        if (this.flushScheduled) return;
-        this.flushScheduled = true;
-        setImmediate(() => {
-          this.flushScheduled = false;
-          const batch = this.incoming.splice(0);
-          if (batch.length > 0) this.trigger(batch).catch((err) => this.logger.warn("starting triggered runs failed; the sweep retries", err));
-        });
+        this.consumer.wake(ctx.params.event);
       },
     },
     [RUN_DUE]: {
@@ -265,65 +253,36 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       }
     },
 
-    async trigger(events) {
-      const byTenant = new Map<string, EventDoc[]>();
-      for (const event of events) {
-        const key = `${event.org_id}\n${event.environment}`;
-        byTenant.set(key, [...(byTenant.get(key) ?? []), event]);
-      }
+    async trigger(tenant, events) {
       const incomplete = new Set<string>();
       const started: string[] = [];
+      const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
+      const now = Date.now();
       await Promise.all(
-        [...byTenant.values()].map(async (group) => {
-          const tenant = { org_id: group[0].org_id, environment: group[0].environment };
-          const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
-          const now = Date.now();
-          await Promise.all(
-            group.flatMap((event) =>
-              listening
-                .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
-                // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
-                .filter(() => {
-                  if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
-                  this.logger.warn(`event ${event.id} (${event.type}) starts no run: ${MAX_CHAIN_DEPTH} event-started runs led to it`);
-                  return false;
-                })
-                .map(async (wf) => {
-                  const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
-                  const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1);
-                  try {
-                    await this.runs.insert(run);
-                    started.push(run.id);
-                  } catch (err) {
-                    // Started already (a sweep racing a wake-up); anything else: the sweep retries.
-                    if (!isDuplicate(err)) incomplete.add(event.id);
-                  }
-                }),
-            ),
-          );
-        }),
+        events.flatMap((event: EventDoc) =>
+          listening
+            .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
+            // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
+            .filter(() => {
+              if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
+              this.logger.warn(`event ${event.id} (${event.type}) starts no run: ${MAX_CHAIN_DEPTH} event-started runs led to it`);
+              return false;
+            })
+            .map(async (wf) => {
+              const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
+              const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1);
+              try {
+                await this.runs.insert(run);
+                started.push(run.id);
+              } catch (err) {
+                // Started already (a sweep racing a wake-up); anything else: the sweep retries.
+                if (!isDuplicate(err)) incomplete.add(event.id);
+              }
+            }),
+        ),
       );
       for (const id of started) this.engine.wake(id);
-      const done = events.filter((e: EventDoc) => !incomplete.has(e.id)).map((e: EventDoc) => e.id);
-      if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { untriggered_since: true } });
-      return done.length;
-    },
-
-    /** Stored events no workflows node has looked at (their wake-up was lost, or none ran). */
-    async sweep() {
-      if (this.sweeping) return;
-      this.sweeping = true;
-      try {
-        for (;;) {
-          const stale = await this.events.find(ALL_TENANTS, { untriggered_since: { $lt: Date.now() - SWEEP_GRACE_MS } }, { limit: SWEEP_BATCH });
-          const done = stale.length > 0 ? await this.trigger(stale) : 0;
-          if (stale.length < SWEEP_BATCH || done === 0) break;
-        }
-      } catch (err) {
-        this.logger.warn("event sweep failed; the next one retries", err);
-      } finally {
-        this.sweeping = false;
-      }
+      return incomplete;
     },
 
     checkedSteps(steps, tenant) {
@@ -353,20 +312,19 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: MAX_ACTIVE_RUNS,
     });
-    this.incoming = [];
-    this.flushScheduled = false;
-    this.sweeping = false;
+    this.consumer = new EventConsumer(this.events, "untriggered_since", (tenant, events) => this.trigger(tenant, events), this.logger);
   },
 
   started() {
     this.engine.start();
-    this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
+    this.sweeper = setInterval(() => void this.consumer.sweep(), SWEEP_MS);
     this.sweeper.unref();
   },
 
   /** Finishes the steps in flight and hands their runs back for any node to go on. */
   async stopped() {
     clearInterval(this.sweeper);
+    this.consumer.stop();
     await this.engine.stop();
   },
 };

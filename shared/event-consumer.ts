@@ -1,0 +1,98 @@
+import type { ServiceBroker } from "moleculer";
+import type { EventDoc } from "./events";
+import { ALL_TENANTS, type Collection, type Tenant } from "./storage/types";
+
+/**
+ * How a service reacts to the event log, at least once (the dispatcher fans events out to
+ * deliveries, the workflows service starts the runs they trigger). Every event is stored with the
+ * service's marker field set (see `recordEvent`); the service handles it on the `event.stored`
+ * wake-up, or else when a sweep finds it still marked after a grace period, and unsets the marker
+ * once handled. What a handler must make safe itself is a sweep racing a wake-up for one event
+ * (a unique index on what it creates does it).
+ */
+export type Marker = "undispatched_since" | "untriggered_since";
+
+/** Handles one tenant's events; answers the ids it could not finish (they stay marked, for the sweep). */
+export type TenantHandler = (tenant: Required<Tenant>, events: EventDoc[]) => Promise<Set<string>>;
+
+/** An event younger than this is left to the node its wake-up went to. */
+const GRACE_MS = 2000;
+const BATCH = 500;
+
+export class EventConsumer {
+  private incoming: EventDoc[] = [];
+  private scheduled = false;
+  private sweeping = false;
+  private stopped = false;
+
+  constructor(
+    private readonly events: Collection<EventDoc>,
+    private readonly marker: Marker,
+    private readonly handle: TenantHandler,
+    private readonly logger: ServiceBroker["logger"],
+  ) {}
+
+  /** A wake-up; the wake-ups of one event-loop turn are handled together (one lookup per tenant). */
+  wake(event: EventDoc): void {
+    this.incoming.push(event);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const batch = this.incoming.splice(0);
+      if (batch.length > 0 && !this.stopped) this.process(batch).catch((err) => this.logger.warn(`handling events failed; the sweep retries them`, err));
+    });
+  }
+
+  /** Handles the events tenant by tenant, then unsets the marker of those done; answers how many. */
+  async process(events: EventDoc[]): Promise<number> {
+    const byTenant = new Map<string, EventDoc[]>();
+    for (const event of events) {
+      const key = `${event.org_id}\n${event.environment}`;
+      const group = byTenant.get(key);
+      if (group) group.push(event);
+      else byTenant.set(key, [event]);
+    }
+    const incomplete = new Set<string>();
+    await Promise.all(
+      [...byTenant.values()].map(async (group) => {
+        try {
+          for (const id of await this.handle({ org_id: group[0].org_id, environment: group[0].environment }, group)) incomplete.add(id);
+        } catch (err) {
+          this.logger.warn("handling a tenant's events failed; the sweep retries them", err);
+          for (const e of group) incomplete.add(e.id);
+        }
+      }),
+    );
+    const done = events.filter((e) => !incomplete.has(e.id)).map((e) => e.id);
+    if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { [this.marker]: true } });
+    return done.length;
+  }
+
+  /**
+   * Events still marked after the grace period (their wake-up was lost, or no node ran), batch
+   * after batch while batches are handled; `between` runs before each next batch (back-pressure).
+   */
+  async sweep(between?: () => Promise<void>): Promise<void> {
+    if (this.sweeping || this.stopped) return;
+    this.sweeping = true;
+    try {
+      for (;;) {
+        // No sort: both engines walk the sparse marker index in order (oldest first) and stop at
+        // the limit, where a sort would order every marked event for each batch (nedb).
+        const stale = await this.events.find(ALL_TENANTS, { [this.marker]: { $lt: Date.now() - GRACE_MS } }, { limit: BATCH });
+        const done = stale.length > 0 ? await this.process(stale) : 0;
+        if (stale.length < BATCH || done === 0 || this.stopped) break;
+        await between?.();
+      }
+    } catch (err) {
+      this.logger.warn("event sweep failed; the next one retries", err);
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+}
