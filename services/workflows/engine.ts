@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
-import { Agent, request } from "undici";
+import type { Agent } from "undici";
 import { isDuplicate } from "../../shared/errors";
 import { recordEvent, type EventDoc } from "../../shared/events";
 import { newId } from "../../shared/ids";
-import { checkTargetUrl, guardedLookup } from "../../shared/net-guard";
+import { checkTargetUrl } from "../../shared/net-guard";
+import { outbound, outboundAgent } from "../../shared/outbound";
 import { ALL_TENANTS, type Collection, type Update } from "../../shared/storage/types";
 import { finish, render, retryDelay, scopeOf, TERMINAL, type OutboxEvent, type RunDoc, type RunStep } from "./runs.logic";
 import type { HttpStep, Step } from "./workflows.logic";
@@ -53,7 +54,7 @@ export class RunEngine {
   private readonly agent: Agent;
 
   constructor(private readonly o: EngineOptions) {
-    this.agent = new Agent({ keepAliveTimeout: 10_000, connect: { lookup: guardedLookup(o.allowPrivate) } });
+    this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
   }
 
   start(): void {
@@ -272,50 +273,17 @@ export class RunEngine {
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
     if (body !== undefined && !lower["content-type"]) lower["content-type"] = typeof rendered === "string" ? "text/plain" : "application/json";
     lower["user-agent"] ??= "wfp-workflows/1";
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), step.timeout_ms);
-    try {
-      const res = await request(url, {
-        dispatcher: this.agent,
-        method: step.method,
-        headers: lower,
-        body,
-        signal: abort.signal,
-        headersTimeout: step.timeout_ms,
-        bodyTimeout: step.timeout_ms,
-      });
-      const text = await readLimited(res.body, ANSWER_LIMIT);
-      const type = String(res.headers["content-type"] ?? "");
-      let parsed: unknown = text;
-      if (type.includes("json")) {
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = text;
-        }
+    const res = await outbound(this.agent, url, { method: step.method, headers: lower, body, timeoutMs: step.timeout_ms, keep: ANSWER_LIMIT });
+    if (!res.answered) return { ok: false, output: null, error: res.error };
+    let parsed: unknown = res.text;
+    if (res.contentType.includes("json")) {
+      try {
+        parsed = JSON.parse(res.text);
+      } catch {
+        parsed = res.text;
       }
-      const output = { status_code: res.statusCode, body: parsed };
-      const ok = res.statusCode >= 200 && res.statusCode < 300;
-      return { ok, output, error: ok ? null : `the server answered ${res.statusCode}` };
-    } catch (err) {
-      if (abort.signal.aborted) return { ok: false, output: null, error: `no answer within ${step.timeout_ms} ms` };
-      const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-      const code = e.cause?.code ?? e.code;
-      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return { ok: false, output: null, error: `no answer within ${step.timeout_ms} ms` };
-      if (code === "ECONNREFUSED") return { ok: false, output: null, error: "connection refused" };
-      return { ok: false, output: null, error: `${code ?? "error"}: ${e.cause?.message ?? e.message ?? String(err)}`.slice(0, 300) };
-    } finally {
-      clearTimeout(timer);
     }
+    const ok = res.status >= 200 && res.status < 300;
+    return { ok, output: { status_code: res.status, body: parsed }, error: ok ? null : `the server answered ${res.status}` };
   }
-}
-
-async function readLimited(body: AsyncIterable<Buffer> & { destroy?: () => void }, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    if (size < limit) chunks.push(chunk.subarray(0, limit - size));
-    size += chunk.length;
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }

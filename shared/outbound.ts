@@ -1,0 +1,77 @@
+import { Agent, request, type Dispatcher } from "undici";
+import { guardedLookup } from "./net-guard";
+
+/**
+ * Requests the platform makes to its users' servers (webhook deliveries, workflow http steps):
+ * keep-alive connections through undici, the SSRF guard applied again to the address actually
+ * connected to, no redirects, one time-out for the whole exchange, and failures in words a user
+ * reads in a delivery log or a run's step.
+ */
+export function outboundAgent(allowPrivate: boolean, opts: { connections?: number; connectTimeoutMs?: number; keepAliveMs?: number } = {}): Agent {
+  return new Agent({
+    ...(opts.connections !== undefined && { connections: opts.connections }),
+    keepAliveTimeout: opts.keepAliveMs ?? 30_000,
+    connect: { lookup: guardedLookup(allowPrivate), ...(opts.connectTimeoutMs !== undefined && { timeout: opts.connectTimeoutMs }) },
+  });
+}
+
+export interface OutboundRequest {
+  method: Dispatcher.HttpMethod;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  /** Bytes of the answer to keep as text (0: read and drop it). */
+  keep: number;
+}
+
+export type OutboundResult =
+  | { answered: true; status: number; contentType: string; text: string; ms: number }
+  | { answered: false; error: string; ms: number };
+
+export async function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
+  const started = performance.now();
+  const ms = () => Math.round(performance.now() - started);
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), req.timeoutMs);
+  try {
+    const res = await request(url, {
+      dispatcher: agent,
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      signal: abort.signal,
+      headersTimeout: req.timeoutMs,
+      bodyTimeout: req.timeoutMs,
+    });
+    let text = "";
+    if (req.keep > 0) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (size < req.keep) chunks.push(chunk.subarray(0, req.keep - size));
+        size += chunk.length;
+      }
+      text = Buffer.concat(chunks).toString("utf8");
+    } else {
+      await res.body.dump({ limit: 64 * 1024 });
+    }
+    return { answered: true, status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text, ms: ms() };
+  } catch (err) {
+    return { answered: false, error: describeFailure(err, abort.signal.aborted, req.timeoutMs), ms: ms() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function describeFailure(err: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `no answer within ${timeoutMs} ms`;
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.cause?.code ?? e.code;
+  if (code === "ERR_URL_NOT_ALLOWED") return e.cause?.message ?? e.message ?? "target address not allowed";
+  if (code === "ECONNREFUSED") return "connection refused";
+  if (code === "ENOTFOUND") return "the host name does not resolve";
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  return `${code ?? "error"}: ${e.cause?.message ?? e.message ?? String(err)}`.slice(0, 300);
+}
