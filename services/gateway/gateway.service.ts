@@ -56,6 +56,8 @@ interface GatewayVars {
   /** HTTP requests read and answered (fully written) by this node: equal once it has stopped. */
   received: number;
   answered: number;
+  /** LOG_LEVEL is debug or trace: write the access log. */
+  accessLog: boolean;
   timers: NodeJS.Timeout[];
 }
 interface GatewayMethods {
@@ -229,7 +231,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         this.meter.record({ at: Date.now(), org_id, environment, key_id, method: x.method, route: x.route, status, latency_ms: ms });
       }
       // The access log, at debug level (LOG_LEVEL=debug): one JSON line per answer, by request id.
-      this.logger.debug({ request_id: x.requestId, method: x.method, route: x.route ?? null, status, duration_ms: Math.round(ms * 100) / 100, key_id: x.caller?.key_id ?? null }, "request");
+      // Checked first: the line is not even built on the request path otherwise.
+      if (this.accessLog) this.logger.debug({ request_id: x.requestId, method: x.method, route: x.route ?? null, status, duration_ms: Math.round(ms * 100) / 100, key_id: x.caller?.key_id ?? null }, "request");
       const payload = JSON.stringify(body);
       const headers: OutgoingHttpHeaders = {
         "Content-Type": "application/json; charset=utf-8",
@@ -357,6 +360,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.meter = new Meter(METER_MAX_BATCHES);
     this.received = 0;
     this.answered = 0;
+    this.accessLog = settings.logLevel === "debug" || settings.logLevel === "trace";
     this.metering = false;
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
