@@ -1,8 +1,10 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { Pool, request } from "undici";
-import { freePort } from "../tools/procs";
+import { freePort, startNats, startNode, waitFor, type NatsServer } from "../tools/procs";
 
 /** What the benchmarks share: the receiver process, the bare loop, pacing and figures. */
 
@@ -131,4 +133,55 @@ export async function paced(url: string, key: string, perSecond: number, seconds
   await pool.close();
   if (failed > 0) throw new Error(`${failed} of ${total} POSTs to ${url} failed`);
   return { accepted: answers.length, rps: Math.round(answers.length / elapsed), p50: quantile(answers, 0.5), p99: quantile(answers, 0.99) };
+}
+
+/** What a benchmark started, stopped in reverse order; `scope` stops what its body started. */
+export class Teardown {
+  private readonly steps: (() => Promise<void> | void)[] = [];
+
+  add(step: () => Promise<void> | void): void {
+    this.steps.push(step);
+  }
+
+  async scope<T>(body: () => Promise<T>): Promise<T> {
+    const mark = this.steps.length;
+    try {
+      return await body();
+    } finally {
+      await this.unwind(mark);
+    }
+  }
+
+  async unwind(mark = 0): Promise<void> {
+    for (const step of this.steps.splice(mark).reverse()) await step();
+  }
+}
+
+/**
+ * A platform node with the embedded store (and the gateway, on a free port) on a fresh data
+ * directory, on `nats` when given; resolves once the store answers. `env` is what the mode's
+ * other nodes share (data directory, transporter, port).
+ */
+export async function storeNode(t: Teardown, name: string, common: Record<string, string>, services: string | undefined, nats?: NatsServer) {
+  const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
+  t.add(() => rmSync(dir, { recursive: true, force: true }));
+  const port = await freePort();
+  const env = { ...common, DATA_DIR: dir, PORT: String(port), ...(nats && { TRANSPORTER: nats.url }) };
+  const node = startNode(name, { ...env, ...(services && { SERVICES: services }) });
+  t.add(() => node.kill("SIGKILL"));
+  await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+  return { dir, env, node, base: `http://127.0.0.1:${port}/v1` };
+}
+
+export async function natsFor(t: Teardown): Promise<NatsServer> {
+  const nats = await startNats();
+  t.add(() => nats.stop());
+  return nats;
+}
+
+/** The bare loop's runs, first and last, and their mean (what the ratios are to). */
+export function bareLine(label: string, bares: number[], unit: string): number {
+  const bare = Math.round(bares.reduce((a, b) => a + b, 0) / bares.length);
+  console.log(`${label}: ${bares.join(" (first), ")} (last) ${unit}; ratios are to their mean, ${bare}`);
+  return bare;
 }

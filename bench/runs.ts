@@ -11,12 +11,9 @@
  *
  *   npm run bench:runs        (BENCH_SECONDS=10 BENCH_RATE=100)
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request } from "undici";
-import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
-import { bareLoop, flood, paced, post, quantile, rate, Receiver } from "./lib";
+import { peakRssMiB, runCli, startNode, waitFor, type Proc } from "../tools/procs";
+import { bareLine, bareLoop, flood, natsFor, paced, post, quantile, rate, Receiver, storeNode, Teardown } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
@@ -80,54 +77,33 @@ async function measure(name: string, rx: Receiver, dir: string, base: string, se
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<void> | void)[] = [];
+  const t = new Teardown();
   const figures: ModeFigures[] = [];
   const bares: number[] = [];
   try {
     const rx = await Receiver.start();
-    cleanups.push(() => rx.stop());
+    t.add(() => rx.stop());
     await bareLoop(rx, 2, CLIENTS);
     bares.push(await bareLoop(rx, SECONDS, CLIENTS));
-    const stopMode = async (mark: number) => {
-      for (const c of cleanups.splice(mark).reverse()) await c();
-    };
 
-    {
-      const mark = cleanups.length;
-      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      const port = await freePort();
-      const node = startNode("single", { ...COMMON, DATA_DIR: dir, PORT: String(port) });
-      cleanups.push(() => node.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
-      figures.push(await measure("single process", rx, dir, `http://127.0.0.1:${port}/v1`, [node]));
-      await stopMode(mark);
-    }
+    await t.scope(async () => {
+      const { dir, node, base } = await storeNode(t, "single", COMMON, undefined);
+      figures.push(await measure("single process", rx, dir, base, [node]));
+    });
 
-    {
-      const mark = cleanups.length;
-      const nats = await startNats();
-      cleanups.push(() => nats.stop());
-      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      const port = await freePort();
-      const env = { ...COMMON, DATA_DIR: dir, TRANSPORTER: nats.url };
-      const apiNode = startNode("api", { ...env, SERVICES: "store,gateway,auth,keys,orgs,events,webhooks", PORT: String(port) });
-      cleanups.push(() => apiNode.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+    await t.scope(async () => {
+      const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, "store,gateway,auth,keys,orgs,events,webhooks", await natsFor(t));
       const workflowsNode = startNode("workflows", { ...env, SERVICES: "workflows" });
-      cleanups.push(() => workflowsNode.kill("SIGKILL"));
-      figures.push(await measure("cluster (api | workflows, NATS)", rx, dir, `http://127.0.0.1:${port}/v1`, [apiNode, workflowsNode]));
-      await stopMode(mark);
-    }
+      t.add(() => workflowsNode.kill("SIGKILL"));
+      figures.push(await measure("cluster (api | workflows, NATS)", rx, dir, base, [apiNode, workflowsNode]));
+    });
     bares.push(await bareLoop(rx, SECONDS, CLIENTS));
   } finally {
-    for (const c of cleanups.reverse()) await c();
+    await t.unwind();
   }
 
-  const bare = Math.round(bares.reduce((a, b) => a + b, 0) / bares.length);
   console.log(`\nOne-step workflow runs (an http GET to a local receiver); runs of ${SECONDS}s; ${CLIENTS} clients when saturated`);
-  console.log(`bare HTTP loop: ${bares.join(" (first), ")} (last) requests/s; ratios are to their mean, ${bare}`);
+  const bare = bareLine("bare HTTP loop", bares, "requests/s");
   console.log(`mode                               started/s  executed/s  ratio   start→step p50/p99 ms   run p50/p99 ms @ runs/s   peak RSS MiB`);
   for (const f of figures) {
     console.log(

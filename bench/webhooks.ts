@@ -14,12 +14,9 @@
  *
  *   npm run bench:webhooks        (BENCH_SECONDS=10 BENCH_EVENTS=10000 BENCH_RATE=500)
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request } from "undici";
-import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
-import { bareLoop, flood, now, paced, post, quantile, rate, Receiver } from "./lib";
+import { peakRssMiB, runCli, startNode, waitFor, type Proc } from "../tools/procs";
+import { bareLine, bareLoop, flood, natsFor, now, paced, post, quantile, rate, Receiver, storeNode, Teardown } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -91,74 +88,49 @@ async function measure(
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<void> | void)[] = [];
+  const t = new Teardown();
   const figures: ModeFigures[] = [];
   const bares: number[] = [];
   try {
     const rx = await Receiver.start();
-    cleanups.push(() => rx.stop());
+    t.add(() => rx.stop());
 
     // The bare loop runs first (after a warm-up) and again last: the machine is shared and noisy.
     await bareLoop(rx, 2, IN_FLIGHT);
     bares.push(await bareLoop(rx, SECONDS, IN_FLIGHT));
 
-    // Each mode stops its processes before the next one starts.
-    const stopMode = async (mark: number) => {
-      for (const c of cleanups.splice(mark).reverse()) await c();
-    };
-
     // Single process: first without the dispatcher (the backlog), then the whole platform.
-    {
-      const mark = cleanups.length;
-      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      const port = await freePort();
-      const env = { ...COMMON, DATA_DIR: dir, PORT: String(port) };
-      const ingest = startNode("ingest", { ...env, SERVICES: API_SERVICES });
-      cleanups.push(() => ingest.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
-      const base = `http://127.0.0.1:${port}/v1`;
+    await t.scope(async () => {
+      const { dir, env, node: ingest, base } = await storeNode(t, "ingest", COMMON, API_SERVICES);
       figures.push(
         await measure("single process", rx, dir, base, async () => {
           await ingest.kill("SIGTERM");
           // BENCH_PROF=<dir> writes a CPU profile of the single process there.
           const node = startNode("single", { ...env, ...(process.env.BENCH_PROF && { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}` }) });
-          cleanups.push(() => node.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL"));
+          t.add(() => node.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL"));
           return [node];
         }),
       );
-      await stopMode(mark);
-    }
+    });
 
     // Cluster: the API node, then a dispatcher node once the backlog is stored.
-    {
-      const mark = cleanups.length;
-      const nats = await startNats();
-      cleanups.push(() => nats.stop());
-      const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
-      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-      const port = await freePort();
-      const env = { ...COMMON, DATA_DIR: dir, TRANSPORTER: nats.url };
-      const apiNode = startNode("api", { ...env, SERVICES: API_SERVICES, PORT: String(port) });
-      cleanups.push(() => apiNode.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+    await t.scope(async () => {
+      const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, API_SERVICES, await natsFor(t));
       figures.push(
-        await measure("cluster (api | dispatcher, NATS)", rx, dir, `http://127.0.0.1:${port}/v1`, async () => {
+        await measure("cluster (api | dispatcher, NATS)", rx, dir, base, async () => {
           const dispatcher = startNode("dispatcher", { ...env, SERVICES: "webhook-dispatcher" });
-          cleanups.push(() => dispatcher.kill("SIGKILL"));
+          t.add(() => dispatcher.kill("SIGKILL"));
           return [apiNode, dispatcher];
         }),
       );
-      await stopMode(mark);
-    }
+    });
     bares.push(await bareLoop(rx, SECONDS, IN_FLIGHT));
   } finally {
-    for (const c of cleanups.reverse()) await c();
+    await t.unwind();
   }
 
   console.log(`\nWebhook delivery to one local receiver; ${IN_FLIGHT} in flight per webhook; runs of ${SECONDS}s; backlog ${EVENTS} events`);
-  const bare = Math.round(bares.reduce((a, b) => a + b, 0) / bares.length);
-  console.log(`bare sign-and-POST loop: ${bares.join(" (first), ")} (last) deliveries/s; ratios are to their mean, ${bare}`);
+  const bare = bareLine("bare sign-and-POST loop", bares, "deliveries/s");
   console.log("mode                               drain/s  ratio   p50 ms  p99 ms @ events/s  lost   saturated: events/s  deliveries/s  ratio   peak RSS MiB");
   for (const f of figures) {
     console.log(
