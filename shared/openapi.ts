@@ -82,8 +82,8 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     paths[route.path][route.method.toLowerCase()] = {
       operationId: operationId(route),
       summary: `${route.method} ${route.path}`,
-      description: `Needs the \`${route.scope}\` scope.`,
-      security: [{ bearer: [route.scope] }],
+      description: route.scope === null ? "Any valid key." : `Needs the \`${route.scope}\` scope.`,
+      security: [{ bearer: route.scope === null ? [] : [route.scope] }],
       ...(parameters.length > 0 && { parameters }),
       ...(requestBody && { requestBody }),
       responses: {

@@ -173,7 +173,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
 
       const caller = await this.authenticate(req, x);
-      if (!grants(caller.scopes, route.scope)) {
+      if (route.scope !== null && !grants(caller.scopes, route.scope)) {
         throw new ApiError("insufficient_scope", `This request needs the '${route.scope}' scope, which your key does not hold`, {
           scope: route.scope,
         });

@@ -8,7 +8,8 @@ export interface RouteDef {
   /** Path template under /v1 as the docs write it, e.g. `/api-keys/{id}`. */
   path: string;
   action: string;
-  scope: ScopeName;
+  /** `null`: any valid key may call it (`GET /me`, which tells a key who it is). */
+  scope: ScopeName | null;
   /** 201 for creations; 200 otherwise. */
   status?: 201;
   /** The action answers a `ListResult` that becomes `{data, meta}`. */
@@ -16,6 +17,8 @@ export interface RouteDef {
 }
 
 export const ROUTES: readonly RouteDef[] = [
+  { method: "GET", path: "/me", action: "orgs.me", scope: null },
+
   { method: "GET", path: "/orgs/{id}", action: "orgs.get", scope: "org:admin" },
   { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin" },
   { method: "GET", path: "/orgs/{id}/environments", action: "orgs.environments", scope: "org:admin", list: true },

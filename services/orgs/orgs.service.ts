@@ -70,6 +70,26 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
       },
     },
 
+    /**
+     * GET /me — any valid key: the key's own organization, environment, name and scopes, so a
+     * client holding only a key (the dashboard) can tell whose it is and what it may do.
+     */
+    me: {
+      params: { $$strict: true },
+      async handler(ctx: Ctx<Record<string, never>>) {
+        const caller = callerOf(ctx);
+        const org = await this.orgs.get({ org_id: caller.org_id }, caller.org_id);
+        if (!org) throw notFound("organization", caller.org_id);
+        const key = await ctx.call<{ id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null }, { id: string }>("keys.get", { id: caller.key_id });
+        return {
+          object: "identity",
+          org: { id: org.id, name: org.name },
+          environment: caller.environment,
+          api_key: { id: key.id, name: key.name, prefix: key.prefix, last4: key.last4, scopes: key.scopes, expires_at: key.expires_at },
+        };
+      },
+    },
+
     /** GET /orgs/{id} — org:admin */
     get: {
       params: idParams,

@@ -88,3 +88,33 @@ describe("members", () => {
     expectError(await api(p.baseUrl, "PATCH", `/orgs/${globex.org.id}/members/${owner.body.data.id}`, { key: globex.live, body: { role: "viewer" } }), 404, "resource_not_found");
   });
 });
+
+describe("GET /me", () => {
+  it("tells any key, whatever its scopes, whose it is and what it may do", async () => {
+    const created = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.test, body: { name: "Events only", scopes: ["events:read"] } })).body.data;
+    const res = await api(p.baseUrl, "GET", "/me", { key: created.key });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      object: "identity",
+      org: { id: acme.org.id, name: expect.any(String) },
+      environment: "test",
+      api_key: { id: created.id, name: "Events only", prefix: created.prefix, last4: created.last4, scopes: ["events:read"], expires_at: null },
+    });
+    expect(JSON.stringify(res.body)).not.toContain(created.key);
+
+    const theirs = await api(p.baseUrl, "GET", "/me", { key: globex.live });
+    expect(theirs.body.data).toMatchObject({ org: { id: globex.org.id, name: "Globex" }, environment: "live" });
+  });
+
+  it("refuses a missing, unknown or revoked key", async () => {
+    expectError(await api(p.baseUrl, "GET", "/me"), 401, "missing_api_key");
+    expectError(await api(p.baseUrl, "GET", "/me", { key: "svc_live_nope" }), 401, "invalid_api_key");
+    const created = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "Gone", scopes: ["events:read"] } })).body.data;
+    await api(p.baseUrl, "DELETE", `/api-keys/${created.id}`, { key: acme.live });
+    expectError(await api(p.baseUrl, "GET", "/me", { key: created.key }), 401, "api_key_revoked");
+  });
+
+  it("takes no parameters", async () => {
+    expectError(await api(p.baseUrl, "GET", "/me?expand=org", { key: acme.live }), 400, "parameter_unknown", "expand");
+  });
+});
