@@ -1,6 +1,6 @@
 # One image for every service; SERVICES picks what a container runs (see docker-compose.yml).
 
-# Build: the TypeScript compiled with the dev tool chain.
+# Build: the TypeScript compiled with the dev tool chain, and the dashboard bundled by Vite.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -11,7 +11,8 @@ COPY services services
 COPY shared shared
 COPY tools tools
 COPY bench bench
-RUN node_modules/.bin/tsc -p tsconfig.build.json
+COPY dashboard dashboard
+RUN node_modules/.bin/tsc -p tsconfig.build.json && node_modules/.bin/vite build dashboard --logLevel warn
 
 # Production dependencies only.
 FROM node:24-bookworm-slim AS deps

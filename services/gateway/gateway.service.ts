@@ -14,6 +14,7 @@ import type { Store } from "../../shared/storage/types";
 import { Meter } from "../../shared/usage";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { readJsonBody } from "./body";
+import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboard";
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
@@ -59,9 +60,12 @@ interface GatewayVars {
   /** LOG_LEVEL is debug or trace: write the access log. */
   accessLog: boolean;
   timers: NodeJS.Timeout[];
+  dashboard: ReturnType<typeof dashboardServer>;
 }
 interface GatewayMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
+  serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   handle(req: IncomingMessage, x: Exchange): Promise<{ status: number; body: unknown; replayed?: true }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   send(res: ServerResponse, x: Exchange, status: number, body: unknown, extra?: OutgoingHttpHeaders): void;
@@ -135,11 +139,28 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
   methods: {
     async httpHandler(req, res) {
+      const url = req.url ?? "/";
+      const q = url.indexOf("?");
+      const path = q < 0 ? url : url.slice(0, q);
+      if (isDashboardPath(path)) return this.serveDashboard(req, res, path);
       this.received += 1;
       const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
       try {
         const { status, body, replayed } = await this.handle(req, x);
         this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
+      } catch (err) {
+        this.renderError(res, x, req.method ?? "GET", err);
+      }
+    },
+
+    async serveDashboard(req, res, path) {
+      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
+      try {
+        if (req.method !== "GET" && req.method !== "HEAD") {
+          throw new ApiError("method_not_allowed", `${req.method} is not allowed here; use GET, HEAD`, { allow: "GET, HEAD" });
+        }
+        if (!this.dashboard.built) throw new ApiError("route_not_found", "The dashboard is not built on this node: run `npm run build`");
+        if (!(await this.dashboard.serve(req, res, path))) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
       } catch (err) {
         this.renderError(res, x, req.method ?? "GET", err);
       }
@@ -340,6 +361,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         if (this.meter.backlog > 10) this.logger.warn(`usage: ${this.meter.backlog} batches wait for the analytics service`, (err as Error).message);
       } finally {
         this.metering = false;
+    this.dashboard = dashboardServer(defaultDashboardDir());
       }
     },
 
@@ -362,6 +384,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.answered = 0;
     this.accessLog = settings.logLevel === "debug" || settings.logLevel === "trace";
     this.metering = false;
+    this.dashboard = dashboardServer(defaultDashboardDir());
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
     this.idempotency = new Idempotency(

@@ -79,4 +79,12 @@ describe("Dockerfile", () => {
     expect(final).toMatch(/COPY --from=deps \/app\/node_modules node_modules/);
     expect(final).toMatch(/CMD \["node", "dist\/bin\/server.js"\]/);
   });
+
+  it("builds the dashboard into dist/dashboard, which the final image copies with dist", () => {
+    const stages = dockerfile.split(/^(?=FROM )/m);
+    const build = stages.find((stage) => / AS build$/m.test(stage)) ?? "";
+    expect(build).toMatch(/^COPY dashboard dashboard$/m);
+    expect(build).toMatch(/vite build dashboard/);
+    expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist dist$/m);
+  });
 });

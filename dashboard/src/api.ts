@@ -1,0 +1,185 @@
+/** The dashboard's only way to the platform: the public /v1 API, with the signed-in key. */
+
+export type Environment = "live" | "test";
+
+/** An error in the API's shape (`{error: {type, code, message, param?, request_id}}`), or a network failure. */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param?: string,
+    readonly requestId?: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface ListMeta {
+  total: number;
+  page: number;
+  per_page: number;
+}
+
+export interface Page<T> {
+  data: T[];
+  meta: ListMeta;
+}
+
+export type Query = Record<string, string | number | undefined | null>;
+
+export function pathWith(path: string, query?: Query): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value !== undefined && value !== null && value !== "") params.set(name, String(value));
+  }
+  const qs = params.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+/**
+ * One API call. POSTs carry a fresh Idempotency-Key, so a click repeated after a lost answer is
+ * not done twice by the server.
+ */
+export async function call<T>(key: string, method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${key}`, Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method === "POST") headers["Idempotency-Key"] = crypto.randomUUID();
+  let res: Response;
+  try {
+    res = await fetch(`/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
+  } catch {
+    throw new ApiFailure(0, "network_error", "The platform could not be reached. Check your connection and try again.");
+  }
+  const text = await res.text();
+  let parsed: any = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // Not JSON: a proxy's page, say. Reported below with the status.
+  }
+  if (!res.ok) {
+    const err = parsed?.error;
+    // The key stopped working (revoked, expired): the app signs out and says why.
+    if (res.status === 401) dispatchEvent(new CustomEvent("dashboard:unauthorized", { detail: err?.message ?? "Your key was refused" }));
+    if (err && typeof err.message === "string") throw new ApiFailure(res.status, err.code, err.message, err.param, err.request_id);
+    throw new ApiFailure(res.status, "unexpected_response", `The platform answered ${res.status} ${res.statusText}`.trim());
+  }
+  return (parsed?.meta ? parsed : parsed?.data) as T;
+}
+
+export interface Identity {
+  object: "identity";
+  org: { id: string; name: string };
+  environment: Environment;
+  api_key: { id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null };
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  environment: Environment;
+  scopes: string[];
+  status: "active" | "revoked" | "expired";
+  prefix: string;
+  last4: string;
+  created_at: string;
+  revoked_at: string | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+  /** Only in the answer to its creation. */
+  key?: string;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  description?: string | null;
+  status: "enabled" | "disabled";
+  created_at: string;
+  updated_at?: string;
+  /** Only in the answers to creation and rotation. */
+  secret?: string;
+}
+
+export interface Attempt {
+  number: number;
+  at: string;
+  status_code: number | null;
+  duration_ms: number | null;
+  error: string | null;
+}
+
+export interface Delivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: "pending" | "succeeded" | "failed";
+  attempts: Attempt[];
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+export interface PlatformEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+  environment: Environment;
+  source: string;
+}
+
+export interface Workflow {
+  id: string;
+  name: string;
+  description?: string | null;
+  status: "active" | "inactive";
+  trigger: { type: "manual" } | { type: "event"; event_type: string };
+  steps: { id: string; type: string; [field: string]: unknown }[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RunStep {
+  id: string;
+  type: string;
+  status: string;
+  output: unknown;
+  error: string | null;
+  attempts: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface Run {
+  id: string;
+  workflow_id: string;
+  workflow_version: number;
+  status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+  input: Record<string, unknown>;
+  steps: RunStep[];
+  trigger: { type: string; event_id?: string; event_type?: string };
+  created_at: string;
+  finished_at: string | null;
+}
+
+export const TERMINAL_RUN = new Set(["succeeded", "failed", "cancelled"]);
+
+export interface UsageBucket {
+  start: string;
+  route?: string;
+  status?: number;
+  key_id?: string;
+  count: number;
+  errors: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+}
+
+export interface Outcomes {
+  total: number;
+  by_status: Record<string, number>;
+  success_rate: number | null;
+}

@@ -1,0 +1,141 @@
+import "@picocss/pico/css/pico.min.css";
+import "./style.css";
+import { render } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { Environment } from "./api";
+import { EventPage, EventsPage } from "./pages/events";
+import { KeysPage } from "./pages/keys";
+import { SignInPage } from "./pages/signin";
+import { UsagePage } from "./pages/usage";
+import { WebhookPage, WebhooksPage } from "./pages/webhooks";
+import { RunPage, WorkflowPage, WorkflowsPage } from "./pages/workflows";
+import { href, loadSession, saveSession, useRoute, type Session } from "./session";
+import { AccountContext, accountOf, Empty } from "./ui";
+
+const SECTIONS = [
+  { route: "keys", label: "API keys" },
+  { route: "webhooks", label: "Webhooks" },
+  { route: "events", label: "Events" },
+  { route: "workflows", label: "Workflows" },
+  { route: "usage", label: "Usage" },
+] as const;
+
+function App() {
+  const [session, setSession] = useState<Session | null>(loadSession);
+  const [notice, setNotice] = useState<string | null>(null);
+  const route = useRoute();
+
+  const update = (next: Session | null) => {
+    saveSession(next);
+    setSession(next);
+  };
+
+  useEffect(() => {
+    const onRefused = (e: Event) => {
+      update(null);
+      setNotice(`Signed out: ${(e as CustomEvent<string>).detail}.`);
+    };
+    addEventListener("dashboard:unauthorized", onRefused);
+    return () => removeEventListener("dashboard:unauthorized", onRefused);
+  }, []);
+
+  const environment = session?.environment;
+  const account = useMemo(() => (session && environment ? accountOf(session.keys[environment]!, session.identities[environment]!) : null), [session, environment]);
+
+  if (!session || !account) {
+    return (
+      <SignInPage
+        notice={notice}
+        onSignedIn={(s) => {
+          setNotice(null);
+          update(s);
+          if (!route[0]) location.hash = href("keys");
+        }}
+      />
+    );
+  }
+
+  const section = route[0] ?? "keys";
+  const both = session.keys.live && session.keys.test;
+  const switchTo = (env: Environment) => update({ ...session, environment: env });
+
+  return (
+    <AccountContext.Provider value={account}>
+      <a class="skip" href="#content">
+        Skip to content
+      </a>
+      <header class="top container-fluid">
+        <nav aria-label="Account">
+          <ul>
+            <li>
+              <strong>{account.identity.org.name}</strong>
+              <small class="muted"> {account.identity.org.id}</small>
+            </li>
+          </ul>
+          <ul>
+            <li>
+              {both ? (
+                <div role="group" aria-label="Environment" class="env-switch">
+                  {(["live", "test"] as const).map((env) => (
+                    <button key={env} type="button" class={env === environment ? "" : "outline secondary"} aria-pressed={env === environment} onClick={() => switchTo(env)}>
+                      {env}
+                    </button>
+                  ))}
+                </div>
+              ) : (
+                <span class={`env ${environment}`} aria-label={`Environment: ${environment}`}>
+                  {environment}
+                </span>
+              )}
+            </li>
+            <li>
+              <button type="button" class="outline secondary small" onClick={() => (update(null), setNotice("Signed out."))}>
+                Sign out
+              </button>
+            </li>
+          </ul>
+        </nav>
+        <nav aria-label="Sections" class="sections">
+          <ul>
+            {SECTIONS.map((s) => (
+              <li key={s.route}>
+                <a href={href(s.route)} aria-current={section === s.route ? "page" : undefined}>
+                  {s.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      </header>
+      {environment === "test" && <div class="test-banner">Test data: nothing here touches live.</div>}
+      <main id="content" class="container" key={environment}>
+        <Page route={route} />
+      </main>
+    </AccountContext.Provider>
+  );
+}
+
+function Page({ route }: { route: string[] }) {
+  const [section, id, sub, subId] = route;
+  switch (section ?? "keys") {
+    case "keys":
+      return <KeysPage />;
+    case "webhooks":
+      return id ? <WebhookPage id={id} /> : <WebhooksPage />;
+    case "events":
+      return id ? <EventPage id={id} /> : <EventsPage />;
+    case "workflows":
+      if (id && sub === "runs" && subId) return <RunPage workflowId={id} runId={subId} />;
+      return id ? <WorkflowPage id={id} /> : <WorkflowsPage />;
+    case "usage":
+      return <UsagePage />;
+    default:
+      return (
+        <Empty>
+          No such page. <a href={href("keys")}>Go to API keys</a>.
+        </Empty>
+      );
+  }
+}
+
+render(<App />, document.getElementById("app")!);

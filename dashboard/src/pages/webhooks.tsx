@@ -1,0 +1,274 @@
+import { useState } from "preact/hooks";
+import { call, type Delivery, type Webhook } from "../api";
+import { href } from "../session";
+import { Confirm, DataTable, Empty, ErrorNotice, FieldError, ListOf, Loaded, NeedsScope, Pager, SecretOnce, Status, Time, useAccount, useAction, useApi } from "../ui";
+
+export function WebhooksPage() {
+  const { can, identity } = useAccount();
+  const [page, setPage] = useState(1);
+  const list = useApi<Webhook[]>("/webhooks", { page, per_page: 20 });
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<Webhook | null>(null);
+
+  return (
+    <section aria-labelledby="webhooks-title">
+      <header class="page-head">
+        <h2 id="webhooks-title">Webhooks</h2>
+        {can("webhooks:write") && !creating && <button type="button" onClick={() => (setCreating(true), setCreated(null))}>Add endpoint</button>}
+      </header>
+      {creating && (
+        <CreateWebhook
+          onCancel={() => setCreating(false)}
+          onCreated={(wh) => {
+            setCreating(false);
+            setCreated(wh);
+            setPage(1);
+            list.reload();
+          }}
+        />
+      )}
+      {created?.secret && <SecretOnce label={`Signing secret of ${created.url}`} value={created.secret} onDone={() => setCreated(null)} />}
+      <ListOf
+        state={list}
+        what="webhooks"
+        empty={`No webhook endpoints in ${identity.environment} yet. Add one to receive signed events.`}
+        onPage={setPage}
+        columns={[
+          { title: "Endpoint", cell: (wh) => <><a href={href("webhooks", wh.id)}>{wh.url}</a>{wh.description && <small class="muted block">{wh.description}</small>}</> },
+          { title: "Events", cell: (wh) => wh.events.map((t) => <code class="chip" key={t}>{t}</code>) },
+          { title: "Status", cell: (wh) => <Status value={wh.status} /> },
+          { title: "Created", cell: (wh) => <Time at={wh.created_at} /> },
+        ]}
+      />
+    </section>
+  );
+}
+
+function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: Webhook): void; onCancel(): void }) {
+  const { key } = useAccount();
+  const [url, setUrl] = useState("");
+  const [events, setEvents] = useState("*");
+  const [description, setDescription] = useState("");
+  const types = useApi<{ type: string }[]>("/events/types", { per_page: 100 });
+  const create = useAction(() =>
+    call<Webhook>(key, "POST", "/webhooks", {
+      url: url.trim(),
+      events: events.split(",").map((t) => t.trim()).filter(Boolean),
+      ...(description.trim() && { description: description.trim() }),
+    }),
+  );
+  return (
+    <form
+      class="panel"
+      aria-labelledby="create-webhook-title"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const wh = await create.go();
+        if (wh) onCreated(wh);
+      }}
+    >
+      <h3 id="create-webhook-title">New webhook endpoint</h3>
+      <label>
+        Endpoint URL
+        <input type="url" name="url" required placeholder="https://example.com/webhooks" value={url} onInput={(e) => setUrl(e.currentTarget.value)} aria-invalid={create.error?.param === "url" || undefined} aria-describedby="url-error" />
+        <FieldError error={create.error} param="url" />
+      </label>
+      <label>
+        Event types
+        <input name="events" required list="event-types" value={events} onInput={(e) => setEvents(e.currentTarget.value)} aria-describedby="events-help events-error" aria-invalid={create.error?.param?.startsWith("events") || undefined} />
+        <small id="events-help">Comma-separated, or * for every type.</small>
+        <FieldError error={create.error} param="events" />
+        <datalist id="event-types">{(types.data ?? []).map((t) => <option key={t.type} value={t.type} />)}</datalist>
+      </label>
+      <label>
+        Description (optional)
+        <input name="description" maxLength={500} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      </label>
+      {create.error && !["url", "events"].includes(create.error.param ?? "") && <ErrorNotice error={create.error} />}
+      <div class="actions">
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" aria-busy={create.pending} disabled={create.pending}>
+          Add endpoint
+        </button>
+      </div>
+    </form>
+  );
+}
+
+const DELIVERY_FILTERS = ["all", "pending", "succeeded", "failed"] as const;
+
+export function WebhookPage({ id }: { id: string }) {
+  const { key, can } = useAccount();
+  const hook = useApi<Webhook>(`/webhooks/${encodeURIComponent(id)}`);
+  const [status, setStatus] = useState<(typeof DELIVERY_FILTERS)[number]>("all");
+  const [page, setPage] = useState(1);
+  const [live, setLive] = useState(true);
+  const deliveries = useApi<Delivery[]>(`/webhooks/${encodeURIComponent(id)}/deliveries`, { page, per_page: 20, status: status === "all" ? undefined : status }, live ? 2000 : undefined);
+  const [rotating, setRotating] = useState(false);
+  const [secret, setSecret] = useState<string | null>(null);
+  const toggle = useAction((next: "enabled" | "disabled") => call<Webhook>(key, "PATCH", `/webhooks/${encodeURIComponent(id)}`, { status: next }));
+  const rotate = useAction(() => call<Webhook>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`));
+
+  return (
+    <section aria-labelledby="webhook-title">
+      <nav aria-label="Breadcrumb" class="crumbs">
+        <a href={href("webhooks")}>Webhooks</a> / <span>{id}</span>
+      </nav>
+      <Loaded state={hook} what="the webhook">
+        {(wh) => (
+          <>
+            <header class="page-head">
+              <h2 id="webhook-title" class="break">
+                {wh.url}
+              </h2>
+              <Status value={wh.status} />
+            </header>
+            <dl class="facts">
+              <dt>ID</dt>
+              <dd>
+                <code>{wh.id}</code>
+              </dd>
+              <dt>Events</dt>
+              <dd>{wh.events.map((t) => <code class="chip" key={t}>{t}</code>)}</dd>
+              {wh.description && (
+                <>
+                  <dt>Description</dt>
+                  <dd>{wh.description}</dd>
+                </>
+              )}
+              <dt>Created</dt>
+              <dd>
+                <Time at={wh.created_at} />
+              </dd>
+            </dl>
+            {can("webhooks:write") ? (
+              <div class="actions left">
+                <button
+                  type="button"
+                  class="outline"
+                  aria-busy={toggle.pending}
+                  disabled={toggle.pending}
+                  onClick={async () => (await toggle.go(wh.status === "enabled" ? "disabled" : "enabled")) && hook.reload()}
+                >
+                  {wh.status === "enabled" ? "Disable" : "Enable"}
+                </button>
+                <button type="button" class="outline secondary" onClick={() => (setRotating(true), setSecret(null))}>
+                  Rotate secret
+                </button>
+              </div>
+            ) : (
+              <NeedsScope scope="webhooks:write" />
+            )}
+            <ErrorNotice error={toggle.error ?? rotate.error} />
+          </>
+        )}
+      </Loaded>
+      {secret && <SecretOnce label="New signing secret" value={secret} onDone={() => setSecret(null)} />}
+      {rotating && (
+        <Confirm
+          title="Rotate the signing secret?"
+          body={<p>Deliveries are signed with the new secret and, for 24 hours, also with the old one, so your endpoint can switch without losing any.</p>}
+          action="Rotate secret"
+          pending={rotate.pending}
+          onCancel={() => setRotating(false)}
+          onConfirm={async () => {
+            const wh = await rotate.go();
+            setRotating(false);
+            if (wh?.secret) setSecret(wh.secret);
+          }}
+        />
+      )}
+
+      <section aria-labelledby="deliveries-title">
+        <header class="page-head">
+          <h3 id="deliveries-title">Delivery log</h3>
+          <div class="filters">
+            <label>
+              Status
+              <select name="status" value={status} onChange={(e) => (setStatus(e.currentTarget.value as typeof status), setPage(1))}>
+                {DELIVERY_FILTERS.map((s) => (
+                  <option key={s} value={s}>
+                    {s === "all" ? "All" : s}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label class="inline">
+              <input type="checkbox" role="switch" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
+              Live updates
+            </label>
+            <button type="button" class="outline secondary small" onClick={deliveries.reload}>
+              Refresh
+            </button>
+          </div>
+        </header>
+        <Loaded state={deliveries} what="deliveries">
+          {(items) =>
+            items.length === 0 ? (
+              <Empty>{status === "all" ? "No deliveries yet: events this endpoint subscribes to will appear here." : `No ${status} deliveries.`}</Empty>
+            ) : (
+              <ul class="deliveries" aria-label="Deliveries">
+                {items.map((d) => (
+                  <DeliveryItem key={d.id} webhookId={id} delivery={d} onChanged={deliveries.reload} />
+                ))}
+              </ul>
+            )
+          }
+        </Loaded>
+        <Pager meta={deliveries.meta} onPage={setPage} />
+      </section>
+    </section>
+  );
+}
+
+function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string; delivery: Delivery; onChanged(): void }) {
+  const { key, can } = useAccount();
+  const redeliver = useAction(() => call<Delivery>(key, "POST", `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`));
+  const last = d.attempts[d.attempts.length - 1];
+  return (
+    <li class="delivery" data-delivery={d.id}>
+      <details>
+        <summary>
+          <Status value={d.status} /> <code>{d.event_type}</code> <span class="muted">{d.event_id}</span>
+          <span class="right muted">
+            {d.attempts.length} attempt{d.attempts.length === 1 ? "" : "s"}
+            {last?.status_code ? ` · HTTP ${last.status_code}` : ""} · <Time at={d.created_at} />
+          </span>
+        </summary>
+        {d.attempts.length === 0 ? (
+          <p class="muted">Not attempted yet.</p>
+        ) : (
+          <DataTable
+            caption={`Attempts of ${d.id}`}
+            rows={d.attempts}
+            rowKey={(a) => a.number}
+            columns={[
+              { title: "#", cell: (a) => a.number },
+              { title: "At", cell: (a) => <Time at={a.at} /> },
+              { title: "Status code", cell: (a) => a.status_code ?? "—" },
+              { title: "Duration", cell: (a) => (a.duration_ms === null ? "—" : `${a.duration_ms} ms`) },
+              { title: "Error", class: "break", cell: (a) => a.error ?? "" },
+            ]}
+          />
+        )}
+        <p class="muted small">
+          {d.id}
+          {d.next_attempt_at && (
+            <>
+              {" "}
+              · next attempt <Time at={d.next_attempt_at} />
+            </>
+          )}
+        </p>
+        {can("webhooks:write") && (
+          <button type="button" class="outline small" aria-busy={redeliver.pending} disabled={redeliver.pending} onClick={async () => (await redeliver.go()) && onChanged()}>
+            Redeliver
+          </button>
+        )}
+        <ErrorNotice error={redeliver.error} />
+      </details>
+    </li>
+  );
+}
