@@ -108,7 +108,8 @@ function App() {
         </nav>
       </header>
       {environment === "test" && <div class="test-banner">Test data: nothing here touches live.</div>}
-      <main id="content" class="container" key={environment}>
+      {/* Keyed by environment and route: a page starts afresh, and a secret shown once never follows to another page. */}
+      <main id="content" class="container" key={`${environment}:${route.join("/")}`}>
         <Page route={route} />
       </main>
     </AccountContext.Provider>

@@ -268,9 +268,35 @@ describe("in the browser", () => {
     expect(fresh).toMatch(/^whsec_/);
     // The next delivery verifies with the new secret alone.
     rx.setSecret("/dash", fresh);
-    await call("POST", "/events", { type: "order.created", data: { order_id: 43 } });
+    const third = (await call("POST", "/events", { type: "order.created", data: { order_id: 43 } })).body.data.id;
     await rx.waitFor(() => rx.byPath("/dash").length === 3);
     expect(rx.byPath("/dash")[2].verified).toBe(true);
+    // The open log picks it up by itself (live updates), no reload.
+    await page.getByRole("listitem").filter({ hasText: third }).getByText("succeeded").waitFor({ timeout: 10_000 });
+  });
+
+  it("shows every failed attempt of a delivery, with its status code, duration and error", async () => {
+    const broken = (await call("POST", "/webhooks", { url: rx.url("/broken"), events: ["invoice.paid"] })).body.data;
+    rx.setSecret("/broken", broken.secret);
+    rx.behave("/broken", () => ({ status: 503 }));
+    const evt = (await call("POST", "/events", { type: "invoice.paid", data: { invoice: "in_1" } })).body.data.id;
+    await rx.waitFor(() => rx.byPath("/broken").length === 5, 15_000);
+
+    await page.goto(`${origin()}/dashboard/#/webhooks/${broken.id}`);
+    await page.getByRole("heading", { name: rx.url("/broken") }).waitFor();
+    // The other endpoint's new secret, shown on its page, is not carried over to this one.
+    await expect(page.getByRole("textbox", { name: "New signing secret" }).count()).resolves.toBe(0);
+    await page.getByLabel("Status").selectOption("failed");
+    const item = page.getByRole("listitem").filter({ hasText: evt });
+    await item.getByText("5 attempts").waitFor({ timeout: 10_000 });
+    await item.locator("summary").click();
+    const rows = item.getByRole("row");
+    await expect(rows.count()).resolves.toBe(6); // the header and five attempts
+    for (const n of [1, 2, 3, 4, 5]) {
+      await expect(item.getByRole("row", { name: new RegExp(`^${n} `) }).textContent()).resolves.toMatch(/503.*\d+ ms/);
+    }
+    await expect(item.getByRole("cell", { name: /503/ }).first().isVisible()).resolves.toBe(true);
+    await shot("10-delivery-failed");
   });
 
   it("creates a workflow, starts a run, and approves it while it waits", async () => {
@@ -292,14 +318,14 @@ describe("in the browser", () => {
     await page.getByLabel("Input (JSON object)").fill('{"amount": 25}');
     await page.getByRole("button", { name: "Start run" }).click();
     await page.getByText(/This run waits for approval at step/).waitFor();
-    await shot("10-run-waiting");
+    await shot("11-run-waiting");
 
     await page.getByRole("button", { name: "Approve" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Approve" }).click();
     await page.getByRole("listitem", { name: "Step notify: succeeded" }).waitFor({ timeout: 15_000 });
     await page.getByRole("listitem", { name: "Step ask: succeeded" }).waitFor();
     await page.locator(".page-head .status", { hasText: "succeeded" }).waitFor();
-    await shot("11-run-succeeded");
+    await shot("12-run-succeeded");
     expect(posted).toEqual([{ amount: 25 }]);
   });
 
@@ -314,8 +340,9 @@ describe("in the browser", () => {
     const runRate = page.getByRole("article", { name: "Run success rate" });
     await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("100.0 %");
     const deliveryRate = page.getByRole("article", { name: "Delivery success rate" });
-    await expect(deliveryRate.locator("[data-rate]").textContent()).resolves.toBe("100.0 %");
-    await shot("12-usage");
+    // Two deliveries succeeded to /dash, one failed all its attempts to /broken.
+    await expect(deliveryRate.locator("[data-rate]").textContent()).resolves.toBe("66.7 %");
+    await shot("13-usage");
   });
 
   it("fits a narrow phone screen without sideways scrolling", async () => {
@@ -335,7 +362,7 @@ describe("in the browser", () => {
       // Wide tables scroll inside their own box; the page itself never does.
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect({ route, overflow }).toEqual({ route, overflow: 0 });
-      await shot(`13-narrow-${route.split("/")[0]}`);
+      await shot(`14-narrow-${route.split("/")[0]}`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
   });
@@ -351,7 +378,7 @@ describe("in the browser", () => {
     await other.getByRole("link", { name: "Events" }).click();
     await other.getByRole("status").filter({ hasText: /Signed out: .*revoked/ }).waitFor();
     await other.getByRole("heading", { name: "Sign in" }).waitFor();
-    await other.screenshot({ path: join(SHOTS, "14-signed-out.png") });
+    await other.screenshot({ path: join(SHOTS, "15-signed-out.png") });
     await other.close();
   });
 

@@ -39,7 +39,7 @@ export function KeysPage() {
         onPage={setPage}
         columns={[
           { title: "Name", cell: (k) => <>{k.name}{k.id === identity.api_key.id && <small class="muted"> (this session)</small>}</> },
-          { title: "Key", cell: (k) => <code>{k.prefix}…{k.last4}</code> },
+          { title: "Key", class: "nowrap", cell: (k) => <code>{k.prefix}…{k.last4}</code> },
           { title: "Scopes", cell: (k) => k.scopes.map((sc) => <code class="chip" key={sc}>{sc}</code>) },
           { title: "Status", cell: (k) => <Status value={k.status} /> },
           { title: "Created", cell: (k) => <Time at={k.created_at} /> },
