@@ -109,7 +109,7 @@ function App() {
       </header>
       {environment === "test" && <div class="test-banner">Test data: nothing here touches live.</div>}
       {/* Keyed by environment and route: a page starts afresh, and a secret shown once never follows to another page. */}
-      <main id="content" class="container" key={`${environment}:${route.join("/")}`}>
+      <main id="content" class="container" key={`${environment}:${route.length > 0 ? route.join("/") : "keys"}`}>
         <Page route={route} />
       </main>
     </AccountContext.Provider>

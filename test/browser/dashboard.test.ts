@@ -374,6 +374,8 @@ describe("in the browser", () => {
     await other.getByLabel("Live key").fill(issued.body.data.key);
     await other.getByRole("button", { name: "Sign in" }).click();
     await other.getByRole("heading", { name: "API keys" }).waitFor();
+    await other.waitForURL(/#\/keys$/);
+    await other.getByRole("row", { name: /Short-lived/ }).waitFor();
     expect((await call("DELETE", `/api-keys/${issued.body.data.id}`)).status).toBe(200);
     await other.getByRole("link", { name: "Events" }).click();
     await other.getByRole("status").filter({ hasText: /Signed out: .*revoked/ }).waitFor();
