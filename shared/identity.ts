@@ -12,6 +12,12 @@ export interface Identity {
   api_version: string;
 }
 
+/**
+ * How long a gateway keeps a resolved token. It bounds what a gateway that missed an invalidation
+ * can serve from its cache, and how long the auth service keeps waiting for a gateway it lost.
+ */
+export const IDENTITY_TTL_MS = 30_000;
+
 /** Broadcast to every gateway node before a revocation answers. */
 export interface Invalidation {
   key_id?: string;

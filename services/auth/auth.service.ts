@@ -1,11 +1,13 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../../shared/errors";
-import type { Identity, Invalidation } from "../../shared/identity";
+import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 
 const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
 /** A gateway that cannot confirm within this time is unreachable; its short cache TTL bounds the risk. */
 const INVALIDATE_TIMEOUT_MS = 2000;
+/** How long a revocation waits for a gateway this node lost sight of to be found again. */
+const LOST_GATEWAY_WAIT_MS = 3000;
 
 interface StoredKey {
   id: string;
@@ -16,11 +18,27 @@ interface StoredKey {
   expires_at: string | null;
 }
 
+interface AuthVars {
+  broker: ServiceBroker;
+  /**
+   * Gateway nodes this node has seen: 0 while in the registry, else when they left it unexpectedly
+   * (missed heartbeats). Such a gateway may still be up and serving from its cache.
+   */
+  gateways: Map<string, number>;
+}
+interface AuthMethods {
+  liveGateways(): string[];
+  noteGateways(): void;
+  /** Asks a lost node to announce itself again, and waits (at most `ms`) until it is back. */
+  findAgain(nodeID: string, ms: number): Promise<boolean>;
+}
+
 /**
  * Authentication: turns a bearer token into an identity, and makes sure every gateway node forgets
- * a key (or an organization's settings) before a revocation is answered.
+ * a key (or an organization's settings) before a revocation is answered, including a gateway that
+ * this node's registry lost in the last IDENTITY_TTL_MS (whose cache may still hold the key).
  */
-const AuthService: ServiceSchema<ServiceSettingSchema> = {
+const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = {
   name: "auth",
 
   actions: {
@@ -59,24 +77,74 @@ const AuthService: ServiceSchema<ServiceSettingSchema> = {
         org_id: { type: "string", optional: true },
       },
       async handler(ctx: Context<Invalidation>): Promise<{ confirmed: number; unreachable: string[] }> {
-        const nodes = [
-          ...new Set(
-            this.broker.registry
-              .getServiceList({ onlyAvailable: true, skipInternal: true })
-              .filter((svc) => svc.name === "gateway" && svc.nodeID !== undefined)
-              .map((svc) => svc.nodeID as string),
-          ),
-        ];
-        const results = await Promise.allSettled(
-          nodes.map((nodeID) =>
-            ctx.call("gateway.invalidate", ctx.params, { nodeID, timeout: INVALIDATE_TIMEOUT_MS }).then(() => nodeID),
-          ),
-        );
+        this.noteGateways();
+        const live = this.liveGateways();
+        const now = Date.now();
+        const lost = [...this.gateways].filter(([id, at]) => at > 0 && now - at < IDENTITY_TTL_MS && !live.includes(id)).map(([id]) => id);
+        const invalidate = (nodeID: string) => ctx.call("gateway.invalidate", ctx.params, { nodeID, timeout: INVALIDATE_TIMEOUT_MS }).then(() => nodeID);
+        const results = await Promise.allSettled([
+          ...live.map(invalidate),
+          ...lost.map(async (nodeID) => {
+            if (!(await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS))) throw new Error(`${nodeID} was not found again`);
+            return invalidate(nodeID);
+          }),
+        ]);
+        const nodes = [...live, ...lost];
         const unreachable = results.flatMap((r, i) => (r.status === "rejected" ? [nodes[i]] : []));
         if (unreachable.length > 0) this.logger.warn("Gateways did not confirm an invalidation", { unreachable, ...ctx.params });
         return { confirmed: results.length - unreachable.length, unreachable };
       },
     },
+  },
+
+  events: {
+    "$services.changed"() {
+      this.noteGateways();
+    },
+    "$node.disconnected"(ctx: Context<{ node: { id: string }; unexpected: boolean }>) {
+      const { node, unexpected } = ctx.params;
+      if (!this.gateways.has(node.id)) return;
+      // A gateway that said goodbye has stopped, and its cache with it.
+      if (unexpected) this.gateways.set(node.id, Date.now());
+      else this.gateways.delete(node.id);
+    },
+  },
+
+  methods: {
+    liveGateways() {
+      return [
+        ...new Set(
+          this.broker.registry
+            .getServiceList({ onlyAvailable: true, skipInternal: true })
+            .filter((svc) => svc.name === "gateway" && svc.nodeID !== undefined)
+            .map((svc) => svc.nodeID as string),
+        ),
+      ];
+    },
+
+    noteGateways() {
+      for (const id of this.liveGateways()) this.gateways.set(id, 0);
+    },
+
+    async findAgain(nodeID, ms) {
+      const transit = this.broker.transit as unknown as { discoverNode(id: string): Promise<void> } | undefined;
+      const deadline = Date.now() + ms;
+      let asked = 0;
+      while (Date.now() < deadline) {
+        if (this.liveGateways().includes(nodeID)) return true;
+        // DISCOVER straight to the node: a live one answers with its INFO within milliseconds.
+        if (Date.now() - asked > 500) {
+          asked = Date.now();
+          await transit?.discoverNode(nodeID).catch(() => undefined);
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return false;
+    },
+  },
+
+  created() {
+    this.gateways = new Map();
   },
 };
 

@@ -5,7 +5,7 @@ import ApiGateway from "moleculer-web";
 import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { newId } from "../../shared/ids";
-import type { Identity, Invalidation } from "../../shared/identity";
+import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
 import { apiReferenceOf, settingsOf } from "../../shared/runtime";
 import { grants } from "../../shared/scopes";
@@ -21,7 +21,6 @@ import { IdentityCache } from "./identity-cache";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
 import { matchRoute, type RouteDef } from "./routes";
 
-const IDENTITY_TTL_MS = 30_000;
 const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
 const METER_FLUSH_MS = 1_000;

@@ -1,0 +1,79 @@
+import type { ServiceBroker } from "moleculer";
+import { createBroker } from "../../shared/broker";
+import { loadSettings } from "../../shared/config";
+import { startNats, tempDir, type NatsServer } from "../helpers/cluster";
+import { api, expectError } from "../helpers/platform";
+
+/**
+ * Revocation when the core's registry has lost sight of a gateway that is still serving: what a
+ * missed heartbeat (a starved process, a slow network) does. Three brokers in this process, over a
+ * real nats-server: the core (store, keys, auth, orgs) and two gateways.
+ */
+let nats: NatsServer;
+let dir: { path: string; remove(): void };
+const brokers: ServiceBroker[] = [];
+let core: ServiceBroker;
+let gw2: ServiceBroker;
+let g1: string;
+let g2: string;
+let admin: string;
+
+function node(name: string, services: string): ServiceBroker {
+  const settings = loadSettings({ TRANSPORTER: nats.url, DATA_DIR: dir.path, SERVICES: services, NODE_ID: name, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false" });
+  const broker = createBroker(settings);
+  brokers.push(broker);
+  return broker;
+}
+
+const urlOf = (broker: ServiceBroker) => `http://127.0.0.1:${(broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } }).server.address().port}/v1`;
+
+beforeAll(async () => {
+  nats = await startNats();
+  dir = tempDir();
+  core = node("core", "store,keys,auth,orgs");
+  const gw1 = node("gw1", "gateway");
+  gw2 = node("gw2", "gateway");
+  await Promise.all([core.start(), gw1.start(), gw2.start()]);
+  await Promise.all([gw1, gw2, core].map((b) => b.waitForServices(["auth", "keys", "orgs"])));
+  await core.waitForServices(["gateway"]);
+  const made = await core.call<{ api_keys: { key: string; environment: string }[] }, { name: string }>("orgs.create", { name: "Acme" });
+  admin = made.api_keys.find((k) => k.environment === "live")!.key;
+  g1 = urlOf(gw1);
+  g2 = urlOf(gw2);
+});
+
+afterAll(async () => {
+  for (const broker of brokers.reverse()) await broker.stop().catch(() => undefined);
+  await nats?.stop();
+  dir?.remove();
+});
+
+const gatewayNodesSeenBy = (broker: ServiceBroker) =>
+  broker.registry.getServiceList({ onlyAvailable: true, skipInternal: true }).filter((s) => s.name === "gateway").map((s) => s.nodeID);
+
+describe("revocation while the core has lost sight of a live gateway", () => {
+  it("still reaches that gateway before the revocation answers", async () => {
+    const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k", scopes: ["api-keys:read"] } })).body.data;
+    expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
+
+    // What the core's heartbeat check does when gw2's heartbeats stop arriving for a while.
+    (core.registry as unknown as { nodes: { disconnected(id: string, unexpected: boolean): void } }).nodes.disconnected("gw2", true);
+    expect(gatewayNodesSeenBy(core)).not.toContain("gw2");
+
+    const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
+    expect(revoked.status).toBe(200);
+    expectError(await api(g2, "GET", "/api-keys?per_page=1", { key: made.key }), 401, "api_key_revoked");
+  });
+
+  it("answers anyway, a few seconds later, when the lost gateway is really gone", async () => {
+    const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k2", scopes: ["api-keys:read"] } })).body.data;
+    // gw2's connection drops without a goodbye (a crash); the core notices as after missed heartbeats.
+    await (gw2.transit as unknown as { tx: { disconnect(): Promise<void> } }).tx.disconnect();
+    (core.registry as unknown as { nodes: { disconnected(id: string, unexpected: boolean): void } }).nodes.disconnected("gw2", true);
+
+    const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data.status).toBe("revoked");
+    expectError(await api(g1, "GET", "/api-keys?per_page=1", { key: made.key }), 401, "api_key_revoked");
+  });
+});
