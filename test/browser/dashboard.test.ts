@@ -327,6 +327,18 @@ describe("in the browser", () => {
     await page.locator(".page-head .status", { hasText: "succeeded" }).waitFor();
     await shot("12-run-succeeded");
     expect(posted).toEqual([{ amount: 25 }]);
+
+    // A second run, rejected: it ends failed and its http step never runs.
+    await page.getByRole("link", { name: /^wf_/ }).click();
+    await page.getByLabel("Input (JSON object)").fill('{"amount": 99}');
+    await page.getByRole("button", { name: "Start run" }).click();
+    await page.getByText(/This run waits for approval at step/).waitFor();
+    await page.getByRole("button", { name: "Reject" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Reject" }).click();
+    await page.locator(".page-head .status", { hasText: "failed" }).waitFor();
+    await page.getByRole("listitem", { name: "Step notify: skipped" }).or(page.getByRole("listitem", { name: "Step notify: pending" })).waitFor();
+    await expect(page.getByRole("button", { name: "Approve" }).count()).resolves.toBe(0);
+    expect(posted).toEqual([{ amount: 25 }]);
   });
 
   it("charts the organization's requests, errors, routes and success rates", async () => {
@@ -338,7 +350,8 @@ describe("in the browser", () => {
     await page.getByRole("row", { name: /POST \/events/ }).waitFor();
     await page.getByRole("row", { name: /GET \/webhooks\/\{id\}\/deliveries/ }).waitFor();
     const runRate = page.getByRole("article", { name: "Run success rate" });
-    await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("100.0 %");
+    // One run approved and succeeded, one rejected (failed).
+    await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("50.0 %");
     const deliveryRate = page.getByRole("article", { name: "Delivery success rate" });
     // Two deliveries succeeded to /dash, one failed all its attempts to /broken.
     await expect(deliveryRate.locator("[data-rate]").textContent()).resolves.toBe("66.7 %");
