@@ -52,6 +52,10 @@ it("a gateway stopped with SIGTERM under load answers every request it accepted;
   const admin = runCli(["orgs", "create", "--name", "Shut Co"], { DATA_DIR: dir.path }).api_keys[0];
   const urls = gateways.map((g) => `http://127.0.0.1:${g.port}/v1`);
   for (const url of urls) await waitForGateway(url, admin.key);
+  // "cluster ready" may come while a service is still being announced: wait until both gateways see all of them.
+  for (const url of urls) {
+    await waitFor(`every service seen by ${url}`, async () => (await api(url.replace(/\/v1$/, ""), "GET", "/ready")).body?.status === "ready", 30_000);
+  }
   // Requests that do some work (a store write each), so some are in flight at the signal.
   const wf = await api(urls[0], "POST", "/workflows", { key: admin.key, body: { name: "w", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] } });
   expect(wf.status).toBe(201);
