@@ -77,22 +77,20 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
         org_id: { type: "string", optional: true },
       },
       async handler(ctx: Context<Invalidation>): Promise<{ confirmed: number; unreachable: string[] }> {
-        this.noteGateways();
         const live = this.liveGateways();
+        for (const id of live) this.gateways.set(id, 0);
         const now = Date.now();
         const lost = [...this.gateways].filter(([id, at]) => at > 0 && now - at < IDENTITY_TTL_MS && !live.includes(id)).map(([id]) => id);
-        const invalidate = (nodeID: string) => ctx.call("gateway.invalidate", ctx.params, { nodeID, timeout: INVALIDATE_TIMEOUT_MS }).then(() => nodeID);
-        const results = await Promise.allSettled([
-          ...live.map(invalidate),
-          ...lost.map(async (nodeID) => {
-            if (!(await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS))) throw new Error(`${nodeID} was not found again`);
-            return invalidate(nodeID);
-          }),
-        ]);
+        const confirm = (nodeID: string): Promise<boolean> =>
+          ctx.call("gateway.invalidate", ctx.params, { nodeID, timeout: INVALIDATE_TIMEOUT_MS }).then(
+            () => true,
+            () => false,
+          );
         const nodes = [...live, ...lost];
-        const unreachable = results.flatMap((r, i) => (r.status === "rejected" ? [nodes[i]] : []));
+        const confirmed = await Promise.all([...live.map(confirm), ...lost.map(async (nodeID) => (await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS)) && confirm(nodeID))]);
+        const unreachable = nodes.filter((_, i) => !confirmed[i]);
         if (unreachable.length > 0) this.logger.warn("Gateways did not confirm an invalidation", { unreachable, ...ctx.params });
-        return { confirmed: results.length - unreachable.length, unreachable };
+        return { confirmed: nodes.length - unreachable.length, unreachable };
       },
     },
   },
