@@ -65,7 +65,8 @@ interface GatewayMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
   serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
-  handle(req: IncomingMessage, x: Exchange): Promise<{ status: number; body: unknown; replayed?: true }>;
+  /** `path` is the URL without its query, `search` the query (without "?"), or null. */
+  handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown; replayed?: true }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   send(res: ServerResponse, x: Exchange, status: number, body: unknown, extra?: OutgoingHttpHeaders): void;
   renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
@@ -145,7 +146,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       this.received += 1;
       const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
       try {
-        const { status, body, replayed } = await this.handle(req, x);
+        const { status, body, replayed } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
         this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
       } catch (err) {
         this.renderError(res, x, req.method ?? "GET", err);
@@ -165,10 +166,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
     },
 
-    async handle(req, x) {
-      const url = req.url ?? "/";
-      const q = url.indexOf("?");
-      const path = q < 0 ? url : url.slice(0, q);
+    async handle(req, x, path, search) {
       if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
         return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
       }
@@ -183,7 +181,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const route: RouteDef = match.route;
       x.route = route.path;
-      const query = q < 0 ? {} : (parseQuery(url.slice(q + 1)) as Record<string, unknown>);
+      const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
       const body = await readJsonBody(req);
       // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
       for (const name of Object.keys(match.params)) {
