@@ -1,3 +1,5 @@
+import type { DeliveryStatus } from "../../shared/deliveries";
+
 /** The dashboard's only way to the platform: the public /v1 API, with the signed-in key. */
 
 export type Environment = "live" | "test";
@@ -115,7 +117,7 @@ export interface Delivery {
   id: string;
   event_id: string;
   event_type: string;
-  status: "pending" | "succeeded" | "failed";
+  status: DeliveryStatus;
   attempts: Attempt[];
   next_attempt_at: string | null;
   created_at: string;

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
-import { ADMIN_SCOPE, type ScopeName } from "../../shared/scopes";
+import { grants, type ScopeName } from "../../shared/scopes";
 import { ApiFailure, call, pathWith, type Identity, type ListMeta, type Query } from "./api";
 
 /** What every page needs: the key of the chosen environment and what it is allowed to do. */
@@ -21,7 +21,7 @@ export function useAccount(): Account {
 export const accountOf = (key: string, identity: Identity): Account => ({
   key,
   identity,
-  can: (scope) => identity.api_key.scopes.includes(scope) || identity.api_key.scopes.includes(ADMIN_SCOPE),
+  can: (scope) => grants(identity.api_key.scopes, scope),
 });
 
 interface Loaded<T> {
@@ -231,6 +231,26 @@ export function JsonField({ label, name, rows, json, invalid }: { label: string;
     </label>
   );
 }
+
+/** A labelled select of a list's filter (or a window): `options` maps each value to its label. */
+export function Choice<V extends string>({ label, name, value, options, onChange }: { label: string; name: string; value: V; options: Record<V, string>; onChange(value: V): void }) {
+  return (
+    <label>
+      {label}
+      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value as V)}>
+        {(Object.keys(options) as V[]).map((v) => (
+          <option key={v} value={v}>
+            {options[v]}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** Status filter options: "All", then each status as the API names it. */
+export const statusOptions = <S extends string>(statuses: readonly S[]): Record<"all" | S, string> =>
+  Object.fromEntries([["all", "All"], ...statuses.map((s) => [s, s])]) as Record<"all" | S, string>;
 
 export function Pager({ meta, onPage }: { meta: ListMeta | null; onPage(page: number): void }) {
   if (!meta || meta.total <= meta.per_page) return null;

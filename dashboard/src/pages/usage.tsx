@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { Outcomes, UsageBucket } from "../api";
-import { Empty, Loaded, useApi } from "../ui";
+import { Choice, Empty, Loaded, useApi } from "../ui";
 
 const WINDOWS = {
   "24h": { label: "Last 24 hours", ms: 24 * 3_600_000, granularity: "hour" },
@@ -10,6 +10,7 @@ const WINDOWS = {
   "30d": { label: "Last 30 days", ms: 30 * 24 * 3_600_000, granularity: "day" },
 } as const;
 type WindowName = keyof typeof WINDOWS;
+const WINDOW_LABELS = Object.fromEntries(Object.entries(WINDOWS).map(([name, w]) => [name, w.label])) as Record<WindowName, string>;
 
 interface UsageAnswer {
   from: string;
@@ -37,16 +38,7 @@ export function UsagePage() {
       <header class="page-head">
         <h2 id="usage-title">Usage</h2>
         <div class="filters">
-          <label>
-            Window
-            <select name="window" value={windowName} onChange={(e) => (setWindowName(e.currentTarget.value as WindowName), setTo(Date.now()))}>
-              {Object.entries(WINDOWS).map(([name, w]) => (
-                <option key={name} value={name}>
-                  {w.label}
-                </option>
-              ))}
-            </select>
-          </label>
+          <Choice label="Window" name="window" value={windowName} options={WINDOW_LABELS} onChange={(w) => (setWindowName(w), setTo(Date.now()))} />
           <button type="button" class="outline secondary small" onClick={() => setTo(Date.now())}>
             Refresh
           </button>

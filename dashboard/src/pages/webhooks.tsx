@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
+import { DELIVERY_STATUSES } from "../../../shared/deliveries";
 import { call, type Delivery, type Webhook } from "../api";
 import { href } from "../session";
-import { Confirm, DataTable, Empty, ErrorNotice, FieldError, ListOf, Loaded, NeedsScope, Pager, SecretOnce, Status, Time, useAccount, useAction, useApi } from "../ui";
+import { Choice, Confirm, DataTable, Empty, ErrorNotice, FieldError, ListOf, Loaded, NeedsScope, Pager, SecretOnce, Status, Time, statusOptions, useAccount, useAction, useApi } from "../ui";
 
 export function WebhooksPage() {
   const { can, identity } = useAccount();
@@ -97,12 +98,12 @@ function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: Webhook): void; 
   );
 }
 
-const DELIVERY_FILTERS = ["all", "pending", "succeeded", "failed"] as const;
+const DELIVERY_FILTERS = statusOptions(DELIVERY_STATUSES);
 
 export function WebhookPage({ id }: { id: string }) {
   const { key, can } = useAccount();
   const hook = useApi<Webhook>(`/webhooks/${encodeURIComponent(id)}`);
-  const [status, setStatus] = useState<(typeof DELIVERY_FILTERS)[number]>("all");
+  const [status, setStatus] = useState<keyof typeof DELIVERY_FILTERS>("all");
   const [page, setPage] = useState(1);
   const [live, setLive] = useState(true);
   const deliveries = useApi<Delivery[]>(`/webhooks/${encodeURIComponent(id)}/deliveries`, { page, per_page: 20, status: status === "all" ? undefined : status }, live ? 2000 : undefined);
@@ -185,16 +186,7 @@ export function WebhookPage({ id }: { id: string }) {
         <header class="page-head">
           <h3 id="deliveries-title">Delivery log</h3>
           <div class="filters">
-            <label>
-              Status
-              <select name="status" value={status} onChange={(e) => (setStatus(e.currentTarget.value as typeof status), setPage(1))}>
-                {DELIVERY_FILTERS.map((s) => (
-                  <option key={s} value={s}>
-                    {s === "all" ? "All" : s}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <Choice label="Status" name="status" value={status} options={DELIVERY_FILTERS} onChange={(s) => (setStatus(s), setPage(1))} />
             <label class="inline">
               <input type="checkbox" role="switch" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} />
               Live updates

@@ -1,9 +1,9 @@
 import { useState } from "preact/hooks";
 import { call, TERMINAL_RUN, type Run, type Workflow } from "../api";
 import { href } from "../session";
-import { Confirm, ErrorNotice, Json, JsonField, ListOf, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi, useJsonText } from "../ui";
+import { Choice, Confirm, ErrorNotice, Json, JsonField, ListOf, Loaded, NeedsScope, Status, Time, statusOptions, useAccount, useAction, useApi, useJsonText } from "../ui";
 
-const RUN_FILTERS = ["all", "queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
+const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
 const EXAMPLE = JSON.stringify(
   {
@@ -90,7 +90,7 @@ function CreateWorkflow({ onCreated, onCancel }: { onCreated(wf: Workflow): void
 export function WorkflowPage({ id }: { id: string }) {
   const { key, can } = useAccount();
   const wf = useApi<Workflow>(`/workflows/${encodeURIComponent(id)}`);
-  const [status, setStatus] = useState<(typeof RUN_FILTERS)[number]>("all");
+  const [status, setStatus] = useState<keyof typeof RUN_FILTERS>("all");
   const [page, setPage] = useState(1);
   const runs = useApi<Run[]>(`/workflows/${encodeURIComponent(id)}/runs`, { page, per_page: 20, status: status === "all" ? undefined : status }, 3000);
   const input = useJsonText("{}");
@@ -162,16 +162,7 @@ export function WorkflowPage({ id }: { id: string }) {
         <header class="page-head">
           <h3 id="runs-title">Runs</h3>
           <div class="filters">
-            <label>
-              Status
-              <select name="run-status" value={status} onChange={(e) => (setStatus(e.currentTarget.value as typeof status), setPage(1))}>
-                {RUN_FILTERS.map((s) => (
-                  <option key={s} value={s}>
-                    {s === "all" ? "All" : s}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <Choice label="Status" name="run-status" value={status} options={RUN_FILTERS} onChange={(s) => (setStatus(s), setPage(1))} />
             <button type="button" class="outline secondary small" onClick={runs.reload}>
               Refresh
             </button>
