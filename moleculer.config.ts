@@ -2,6 +2,7 @@ import type { BrokerOptions } from "moleculer";
 import type { Settings } from "./shared/config";
 import { jsonLines } from "./shared/log-format";
 import { MsgpackrSerializer } from "./shared/serializer";
+import { BatchingNatsTransporter } from "./shared/transporter";
 
 /**
  * Broker options, set deliberately: Moleculer's defaults are no request timeout, no retries and no
@@ -13,7 +14,7 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
   return {
     namespace: "wfp",
     nodeID: settings.nodeId,
-    transporter: settings.transporter ? { type: "NATS", options: { url: settings.transporter } } : undefined,
+    transporter: settings.transporter ? new BatchingNatsTransporter({ url: settings.transporter }) : undefined,
     serializer: new MsgpackrSerializer(),
     logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: jsonLines, level: settings.logLevel } },
     // Time-outs and the breaker guard remote calls; in one process a call cannot be lost in transit,
