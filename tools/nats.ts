@@ -59,7 +59,9 @@ export async function startNats(timeoutMs = 10_000, detached = false): Promise<N
   const listening = (async () => {
     const until = Date.now() + timeoutMs;
     while (running && Date.now() < until) {
-      if (await accepts(port)) return;
+      // Our own server's word, not just an open port: another test's nats-server may hold the
+      // port this one failed to bind, and a cluster joined to it would mix the two tests' nodes.
+      if (stderr.includes(`Listening for client connections on 127.0.0.1:${port}`) && stderr.includes("Server is ready") && (await accepts(port))) return;
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms: ${stderr.trim()}`);
