@@ -90,6 +90,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
         const confirmed = await Promise.all([...live.map(confirm), ...lost.map(async (nodeID) => (await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS)) && confirm(nodeID))]);
         const unreachable = nodes.filter((_, i) => !confirmed[i]);
         if (unreachable.length > 0) this.logger.warn("Gateways did not confirm an invalidation", { unreachable, ...ctx.params });
+        else this.logger.info("Invalidation confirmed by every gateway", { gateways: nodes, ...ctx.params });
         return { confirmed: nodes.length - unreachable.length, unreachable };
       },
     },

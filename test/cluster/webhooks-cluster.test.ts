@@ -1,7 +1,7 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { api } from "../helpers/platform";
-import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 import { startReceiver, type Received, type Receiver } from "../helpers/receiver";
 
 /**
@@ -48,7 +48,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (process.env.CLUSTER_LOGS) writeFileSync(process.env.CLUSTER_LOGS, nodes.map((n) => `--- ${n.name}\n${n.output()}`).join("\n"));
+  saveClusterLogs("webhooks", nodes);
   await Promise.all(nodes.map((n) => n.kill("SIGKILL")));
   await nats?.stop();
   await rx?.close();

@@ -1,8 +1,8 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { api } from "../helpers/platform";
-import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 
 /**
  * Durable runs across real processes over a real nats-server: one node with the store and the API,
@@ -51,7 +51,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (process.env.CLUSTER_LOGS) writeFileSync(process.env.CLUSTER_LOGS, nodes.map((n) => `--- ${n.name}\n${n.output()}`).join("\n"));
+  saveClusterLogs("workflows", nodes);
   await Promise.all(nodes.map((n) => n.kill("SIGKILL")));
   await nats?.stop();
   target?.closeAllConnections();

@@ -1,7 +1,7 @@
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitFor } from "../../tools/procs";
+import { waitFor, type Proc } from "../../tools/procs";
 import { api } from "./platform";
 
 export { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc as NodeProc } from "../../tools/procs";
@@ -38,3 +38,14 @@ export function connectionsOf(pid: number, remotePort: number): Set<number> {
   }
   return ports;
 }
+
+/**
+ * With CLUSTER_LOGS=<prefix>, a suite's nodes' output is written to `<prefix>.<suite>.log` (each
+ * suite its own file), and `logLevel()` asks the nodes for debug lines.
+ */
+export function saveClusterLogs(suite: string, nodes: Proc[]): void {
+  const prefix = process.env.CLUSTER_LOGS;
+  if (prefix) writeFileSync(`${prefix}.${suite}.log`, nodes.map((n) => `--- ${n.name}\n${n.output()}`).join("\n"));
+}
+
+export const clusterLogLevel = (): { LOG_LEVEL: string } => ({ LOG_LEVEL: process.env.CLUSTER_LOGS ? "debug" : "warn" });
