@@ -2,11 +2,13 @@
  * Authenticated `GET /v1/api-keys/{id}` against a bare node:http JSON server, in one run:
  *   bare      — node:http answering a JSON body of the same size (the baseline)
  *   single    — the whole platform in one process (`npm start`)
+ *   trivial   — the reference for the cluster: a moleculer-web alias calling a trivial action on
+ *               another node over NATS (bench/trivial-route.ts), no key and no store
  *   cluster   — gateway and keys (with store, auth, orgs) in separate processes over NATS
  * Prints requests/s, p50/p99 latency, peak RSS of the serving processes, and the ratio to bare.
  * Then the revocation race: time from DELETE on one gateway to the first 401 on another.
  *
- * Bare and cluster run twice: with BENCH_CONNECTIONS (20) and with BENCH_MANY_CONNECTIONS (100).
+ * Bare, trivial and cluster run twice: with BENCH_CONNECTIONS (20) and BENCH_MANY_CONNECTIONS (100).
  *
  *   npm run build && node dist/bench/core.js        (BENCH_SECONDS=10 BENCH_CONNECTIONS=20 BENCH_MANY_CONNECTIONS=100)
  */
@@ -20,7 +22,7 @@ import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc 
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
-/** A second, busier load for bare and cluster: with 20 connections the cluster's answer time, not its CPU, caps its rate. */
+/** A second, busier load for bare, trivial and cluster: with 20 connections the cluster's answer time, not its CPU, caps its rate. */
 const MANY = Number(process.env.BENCH_MANY_CONNECTIONS ?? 100);
 const NO_LIMIT = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn" };
 
@@ -109,6 +111,26 @@ async function main(): Promise<void> {
       await node.kill();
     }
 
+    // The reference: a trivial moleculer-web alias calling an action on another node over NATS.
+    {
+      const nats = await startNats();
+      cleanups.push(() => nats.stop());
+      const port = await freePort();
+      const script = join(__dirname, "trivial-route.js");
+      const procs: Proc[] = ["service", "gateway"].map((role) => {
+        const child = spawn(process.execPath, [script, role, nats.url, String(port)], { stdio: "inherit" });
+        const proc: Proc = { name: role, child, output: () => "", kill: async () => void child.kill("SIGKILL") };
+        cleanups.push(() => proc.kill());
+        return proc;
+      });
+      const url = `http://127.0.0.1:${port}/v1/api-keys/key_x`;
+      await waitFor("the trivial route", async () => (await request(url)).statusCode === 200);
+      results.push(await load("trivial moleculer-web alias, NATS", url, {}, procs.slice().reverse()));
+      results.push(await load("trivial moleculer-web alias, NATS", url, {}, procs.slice().reverse(), MANY));
+      for (const p of procs) await p.kill();
+      await nats.stop();
+    }
+
     // Cluster: gateway | store+keys+auth+orgs, over NATS; a second gateway for the revocation race.
     {
       const nats = await startNats();
@@ -177,6 +199,9 @@ async function main(): Promise<void> {
       `${r.name.padEnd(36)} ${String(r.connections).padStart(5)} ${String(r.rps).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)}  ${r.rssMiB.join("+").padStart(12)}   ${(r.rps / (bareAt.get(r.connections) ?? NaN)).toFixed(2)}x`,
     );
   }
+  const of = (prefix: string) => new Map(results.filter((r) => r.name.startsWith(prefix)).map((r) => [r.connections, r.rps]));
+  const [trivial, cluster] = [of("trivial"), of("cluster")];
+  console.log(`cluster ÷ trivial alias: ${[...cluster].map(([c, rps]) => `${(rps / (trivial.get(c) ?? NaN)).toFixed(2)}x at ${c} connections`).join(", ")}`);
 }
 
 main().catch((err) => {
