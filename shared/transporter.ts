@@ -29,6 +29,14 @@ export class BatchingNatsTransporter extends Transporters.NATS {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
-    for (const { topic, data } of batch) void super.send(topic, data);
+    for (const { topic, data } of batch) {
+      try {
+        void super.send(topic, data);
+      } catch (err) {
+        // A closed connection throws here, outside any caller: the packet is lost like one sent to
+        // a dead node (its request times out), and must not end the process.
+        this.logger.warn(`NATS publish to '${topic}' failed`, (err as Error).message);
+      }
+    }
   }
 }

@@ -41,7 +41,7 @@ export function connectionsOf(pid: number, remotePort: number): Set<number> {
 
 /**
  * With CLUSTER_LOGS=<prefix>, a suite's nodes' output is written to `<prefix>.<suite>.log` (each
- * suite its own file), and `logLevel()` asks the nodes for debug lines.
+ * suite its own file), and `clusterLogLevel()` asks the nodes for debug lines.
  */
 export function saveClusterLogs(suite: string, nodes: Proc[]): void {
   const prefix = process.env.CLUSTER_LOGS;

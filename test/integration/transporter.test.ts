@@ -77,3 +77,25 @@ it("sends what it still holds before a stopping broker closes its connection", a
   while (listener.registry.nodes.get("leaver")?.available && Date.now() < until2) await new Promise((r) => setTimeout(r, 10));
   expect(listener.registry.nodes.get("leaver")?.available).toBe(false);
 });
+
+it("logs a packet its closed connection cannot take instead of ending the process", async () => {
+  const warnings: string[] = [];
+  // Only the transporter's warnings are looked at (recorded below); the broker's own are not printed.
+  const b = new ServiceBroker({
+    nodeID: "closed",
+    namespace: "transporter-test-closed",
+    transporter: new BatchingNatsTransporter({ url: nats.url, maxReconnectAttempts: 0 }),
+    serializer: new MsgpackrSerializer(),
+    logger: { type: "Console", options: { level: "fatal" } },
+  });
+  brokers.push(b);
+  await b.start();
+  const transit = b.transit as unknown as { discoverNodes(): Promise<void>; tx: { client: { close(): Promise<void> }; logger: { warn(...a: unknown[]): void } } };
+  transit.tx.logger.warn = (...args: unknown[]) => void warnings.push(args.map(String).join(" "));
+  // A DISCOVER broadcast (it always goes out, listeners or not) is held for the end of the turn,
+  // and the connection closes before then.
+  void transit.discoverNodes().catch(() => undefined);
+  await transit.tx.client.close();
+  await new Promise((r) => setTimeout(r, 50));
+  expect(warnings.some((w) => w.includes("NATS publish to") && w.includes("DISCOVER") && w.includes("CONNECTION_CLOSED"))).toBe(true);
+});
