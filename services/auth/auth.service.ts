@@ -6,7 +6,7 @@ import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/
 const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
 /** A gateway that cannot confirm within this time is unreachable; its short cache TTL bounds the risk. */
 const INVALIDATE_TIMEOUT_MS = 2000;
-/** How long a revocation waits for a gateway this node lost sight of to be found again. */
+/** How long a revocation waits for a resolver the registry does not list to announce itself. */
 const LOST_GATEWAY_WAIT_MS = 3000;
 
 interface StoredKey {
@@ -21,22 +21,32 @@ interface StoredKey {
 interface AuthVars {
   broker: ServiceBroker;
   /**
-   * Gateway nodes this node has seen: 0 while in the registry, else when they left it unexpectedly
-   * (missed heartbeats). Such a gateway may still be up and serving from its cache.
+   * The nodes that resolved a token (here, or on another auth node, which says so) and when this
+   * node last heard of it. Only they can hold cached identities, and only for IDENTITY_TTL_MS
+   * after. The registry alone misses some of them: a gateway serves for about a second before
+   * Moleculer announces it (once all its services have started), and missed heartbeats drop a
+   * gateway that may still be serving.
    */
-  gateways: Map<string, number>;
+  resolvers: Map<string, number>;
+  /** The auth nodes last seen in the registry: one that joins is told of the recent resolvers. */
+  authNodes: Set<string>;
 }
 interface AuthMethods {
   liveGateways(): string[];
-  noteGateways(): void;
-  /** Asks a lost node to announce itself again, and waits (at most `ms`) until it is back. */
+  /** Records that `nodeID` resolved a token; tells the other auth nodes when it is news. */
+  noteResolver(nodeID: string): void;
+  /** Asks a node the registry does not list to announce itself, and waits (at most `ms`) until it is listed. */
   findAgain(nodeID: string, ms: number): Promise<boolean>;
 }
 
+/** Broadcast to the auth nodes when one of them hears from a resolver it had not heard of lately, or sees a new auth node. */
+const RESOLVER_SEEN = "auth.resolver-seen";
+
 /**
  * Authentication: turns a bearer token into an identity, and makes sure every gateway node forgets
- * a key (or an organization's settings) before a revocation is answered, including a gateway that
- * this node's registry lost in the last IDENTITY_TTL_MS (whose cache may still hold the key).
+ * a key (or an organization's settings) before a revocation is answered: those the registry lists,
+ * and every node that resolved a token in the last IDENTITY_TTL_MS (whose cache may hold the key)
+ * though the registry does not list it yet, or any more.
  */
 const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = {
   name: "auth",
@@ -48,6 +58,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       params: { token: { type: "string", max: 200 } },
       async handler(ctx: Context<{ token: string }>): Promise<Identity> {
         const { token } = ctx.params;
+        if (ctx.nodeID) this.noteResolver(ctx.nodeID);
         if (!KEY_SHAPE.test(token)) throw new ApiError("invalid_api_key", "The API key is malformed");
         const digest = createHash("sha256").update(token).digest("hex");
         const key = await ctx.call<StoredKey | null, { digest: string }>("keys.findByDigest", { digest });
@@ -78,9 +89,10 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       },
       async handler(ctx: Context<Invalidation>): Promise<{ confirmed: number; unreachable: string[] }> {
         const live = this.liveGateways();
-        for (const id of live) this.gateways.set(id, 0);
         const now = Date.now();
-        const lost = [...this.gateways].filter(([id, at]) => at > 0 && now - at < IDENTITY_TTL_MS && !live.includes(id)).map(([id]) => id);
+        for (const [id, at] of this.resolvers) if (now - at >= IDENTITY_TTL_MS) this.resolvers.delete(id);
+        // Resolvers the registry does not list (not announced yet, or lost): found again, then told.
+        const lost = [...this.resolvers.keys()].filter((id) => !live.includes(id));
         const confirm = (nodeID: string): Promise<boolean> =>
           ctx.call("gateway.invalidate", ctx.params, { nodeID, timeout: INVALIDATE_TIMEOUT_MS }).then(
             () => true,
@@ -97,15 +109,27 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
   },
 
   events: {
+    [RESOLVER_SEEN]: {
+      handler(ctx: Context<{ node_ids: string[] }>) {
+        // Timed by this node's clock, not the sender's.
+        const now = Date.now();
+        for (const id of ctx.params.node_ids) this.resolvers.set(id, Math.max(now, this.resolvers.get(id) ?? 0));
+      },
+    },
     "$services.changed"() {
-      this.noteGateways();
+      const now = this.broker.registry
+        .getServiceList({ onlyAvailable: true })
+        .filter((svc) => svc.name === "auth" && svc.nodeID !== undefined)
+        .map((svc) => svc.nodeID as string);
+      const joined = now.some((id) => !this.authNodes.has(id));
+      this.authNodes = new Set(now);
+      if (joined && this.resolvers.size > 0) {
+        this.broker.broadcast(RESOLVER_SEEN, { node_ids: [...this.resolvers.keys()] }, { groups: ["auth"] }).catch(() => undefined);
+      }
     },
     "$node.disconnected"(ctx: Context<{ node: { id: string }; unexpected: boolean }>) {
-      const { node, unexpected } = ctx.params;
-      if (!this.gateways.has(node.id)) return;
-      // A gateway that said goodbye has stopped, and its cache with it.
-      if (unexpected) this.gateways.set(node.id, Date.now());
-      else this.gateways.delete(node.id);
+      // A node that said goodbye has stopped, and its cache with it; one that went silent may still serve.
+      if (!ctx.params.unexpected) this.resolvers.delete(ctx.params.node.id);
     },
   },
 
@@ -121,8 +145,13 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       ];
     },
 
-    noteGateways() {
-      for (const id of this.liveGateways()) this.gateways.set(id, 0);
+    noteResolver(nodeID) {
+      const now = Date.now();
+      const last = this.resolvers.get(nodeID);
+      this.resolvers.set(nodeID, now);
+      if (last === undefined || now - last > IDENTITY_TTL_MS / 2) {
+        this.broker.broadcast(RESOLVER_SEEN, { node_ids: [nodeID] }, { groups: ["auth"] }).catch(() => undefined);
+      }
     },
 
     async findAgain(nodeID, ms) {
@@ -143,7 +172,8 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
   },
 
   created() {
-    this.gateways = new Map();
+    this.resolvers = new Map();
+    this.authNodes = new Set();
   },
 };
 

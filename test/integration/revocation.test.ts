@@ -5,9 +5,11 @@ import { startNats, tempDir, type NatsServer } from "../helpers/cluster";
 import { api, expectError } from "../helpers/platform";
 
 /**
- * Revocation when the core's registry has lost sight of a gateway that is still serving: what a
- * missed heartbeat (a starved process, a slow network) does. Three brokers in this process, over a
- * real nats-server: the core (store, keys, auth, orgs) and two gateways.
+ * Revocation to a gateway that is serving while the core's registry does not list it: lost after
+ * missed heartbeats (a starved process, a slow network), or not announced yet (Moleculer announces
+ * a node about a second after its gateway starts listening; seen failing the core cluster test).
+ * Brokers in this process, over a real nats-server: the core (store, keys, auth, orgs), two
+ * gateways, and later a second auth node.
  */
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
@@ -63,6 +65,47 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
     expect(revoked.status).toBe(200);
     expectError(await api(g2, "GET", "/api-keys?per_page=1", { key: made.key }), 401, "api_key_revoked");
+  });
+
+  it("reaches a gateway that serves before the core's registry lists it", async () => {
+    const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k0", scopes: ["api-keys:read"] } })).body.data;
+    expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
+
+    // As in the second after a gateway starts: it serves (and caches) before Moleculer announces
+    // it, so the core's registry does not list it, and no disconnect was ever seen.
+    const registry = core.registry as unknown as { nodes: { delete(id: string): void }; unregisterServicesByNode(id: string): void };
+    registry.unregisterServicesByNode("gw2");
+    registry.nodes.delete("gw2");
+    expect(gatewayNodesSeenBy(core)).not.toContain("gw2");
+
+    const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
+    expect(revoked.status).toBe(200);
+    expectError(await api(g2, "GET", "/api-keys?per_page=1", { key: made.key }), 401, "api_key_revoked");
+  });
+
+  it("reaches such a gateway through any auth node, though it resolved its keys on another", async () => {
+    const auth2 = node("auth2", "auth");
+    await auth2.start();
+    await auth2.waitForServices(["keys", "orgs", "gateway"]);
+    const authNodes = () => gw2.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === "auth").map((s) => s.nodeID);
+    const until = Date.now() + 5000;
+    while (authNodes().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(authNodes().sort()).toEqual(["auth2", "core"]);
+
+    // One lookup on gw2: one of the two auth nodes answers it; both must learn that gw2 may cache.
+    const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k1", scopes: ["api-keys:read"] } })).body.data;
+    expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 100));
+    for (const broker of [core, auth2]) {
+      const registry = broker.registry as unknown as { nodes: { delete(id: string): void }; unregisterServicesByNode(id: string): void };
+      registry.unregisterServicesByNode("gw2");
+      registry.nodes.delete("gw2");
+    }
+    // Each auth node in turn, as keys.revoke may reach either: each finds gw2 and has it confirm.
+    for (const nodeID of ["core", "auth2"]) {
+      const answer = await core.call<{ confirmed: number; unreachable: string[] }, object>("auth.invalidate", { key_id: made.id }, { nodeID });
+      expect({ nodeID, ...answer }).toEqual({ nodeID, confirmed: 2, unreachable: [] });
+    }
   });
 
   it("answers anyway, a few seconds later, when the lost gateway is really gone", async () => {
