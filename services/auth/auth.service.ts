@@ -110,10 +110,10 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
 
   events: {
     [RESOLVER_SEEN]: {
-      handler(ctx: Context<{ node_ids: string[] }>) {
-        // Timed by this node's clock, not the sender's.
+      handler(ctx: Context<{ seen: { node_id: string; ago_ms: number }[] }>) {
+        // Ages, not times: each auth node keeps its own clock.
         const now = Date.now();
-        for (const id of ctx.params.node_ids) this.resolvers.set(id, Math.max(now, this.resolvers.get(id) ?? 0));
+        for (const { node_id, ago_ms } of ctx.params.seen) this.resolvers.set(node_id, Math.max(now - ago_ms, this.resolvers.get(node_id) ?? 0));
       },
     },
     "$services.changed"() {
@@ -123,9 +123,9 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
         .map((svc) => svc.nodeID as string);
       const joined = now.some((id) => !this.authNodes.has(id));
       this.authNodes = new Set(now);
-      if (joined && this.resolvers.size > 0) {
-        this.broker.broadcast(RESOLVER_SEEN, { node_ids: [...this.resolvers.keys()] }, { groups: ["auth"] }).catch(() => undefined);
-      }
+      const at = Date.now();
+      const seen = [...this.resolvers].filter(([, t]) => at - t < IDENTITY_TTL_MS).map(([node_id, t]) => ({ node_id, ago_ms: at - t }));
+      if (joined && seen.length > 0) this.broker.broadcast(RESOLVER_SEEN, { seen }, { groups: ["auth"] }).catch(() => undefined);
     },
     "$node.disconnected"(ctx: Context<{ node: { id: string }; unexpected: boolean }>) {
       // A node that said goodbye has stopped, and its cache with it; one that went silent may still serve.
@@ -150,7 +150,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       const last = this.resolvers.get(nodeID);
       this.resolvers.set(nodeID, now);
       if (last === undefined || now - last > IDENTITY_TTL_MS / 2) {
-        this.broker.broadcast(RESOLVER_SEEN, { node_ids: [nodeID] }, { groups: ["auth"] }).catch(() => undefined);
+        this.broker.broadcast(RESOLVER_SEEN, { seen: [{ node_id: nodeID, ago_ms: 0 }] }, { groups: ["auth"] }).catch(() => undefined);
       }
     },
 
