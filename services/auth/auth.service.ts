@@ -32,7 +32,10 @@ interface AuthVars {
   authNodes: Set<string>;
 }
 interface AuthMethods {
-  liveGateways(): string[];
+  /** The nodes the registry lists as running `service` (each once). */
+  nodesOf(service: string): string[];
+  /** Tells every auth node (this one too) of resolvers, each with how long ago it was heard from. */
+  shareResolvers(seen: { node_id: string; ago_ms: number }[]): void;
   /** Records that `nodeID` resolved a token; tells the other auth nodes when it is news. */
   noteResolver(nodeID: string): void;
   /** Asks a node the registry does not list to announce itself, and waits (at most `ms`) until it is listed. */
@@ -88,7 +91,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
         org_id: { type: "string", optional: true },
       },
       async handler(ctx: Context<Invalidation>): Promise<{ confirmed: number; unreachable: string[] }> {
-        const live = this.liveGateways();
+        const live = this.nodesOf("gateway");
         const now = Date.now();
         for (const [id, at] of this.resolvers) if (now - at >= IDENTITY_TTL_MS) this.resolvers.delete(id);
         // Resolvers the registry does not list (not announced yet, or lost): found again, then told.
@@ -117,15 +120,12 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       },
     },
     "$services.changed"() {
-      const now = this.broker.registry
-        .getServiceList({ onlyAvailable: true })
-        .filter((svc) => svc.name === "auth" && svc.nodeID !== undefined)
-        .map((svc) => svc.nodeID as string);
-      const joined = now.some((id) => !this.authNodes.has(id));
-      this.authNodes = new Set(now);
+      const listed = this.nodesOf("auth");
+      const joined = listed.some((id) => !this.authNodes.has(id));
+      this.authNodes = new Set(listed);
       const at = Date.now();
       const seen = [...this.resolvers].filter(([, t]) => at - t < IDENTITY_TTL_MS).map(([node_id, t]) => ({ node_id, ago_ms: at - t }));
-      if (joined && seen.length > 0) this.broker.broadcast(RESOLVER_SEEN, { seen }, { groups: ["auth"] }).catch(() => undefined);
+      if (joined && seen.length > 0) this.shareResolvers(seen);
     },
     "$node.disconnected"(ctx: Context<{ node: { id: string }; unexpected: boolean }>) {
       // A node that said goodbye has stopped, and its cache with it; one that went silent may still serve.
@@ -134,15 +134,19 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
   },
 
   methods: {
-    liveGateways() {
+    nodesOf(service) {
       return [
         ...new Set(
           this.broker.registry
             .getServiceList({ onlyAvailable: true, skipInternal: true })
-            .filter((svc) => svc.name === "gateway" && svc.nodeID !== undefined)
+            .filter((svc) => svc.name === service && svc.nodeID !== undefined)
             .map((svc) => svc.nodeID as string),
         ),
       ];
+    },
+
+    shareResolvers(seen) {
+      this.broker.broadcast(RESOLVER_SEEN, { seen }, { groups: ["auth"] }).catch(() => undefined);
     },
 
     noteResolver(nodeID) {
@@ -150,7 +154,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       const last = this.resolvers.get(nodeID);
       this.resolvers.set(nodeID, now);
       if (last === undefined || now - last > IDENTITY_TTL_MS / 2) {
-        this.broker.broadcast(RESOLVER_SEEN, { seen: [{ node_id: nodeID, ago_ms: 0 }] }, { groups: ["auth"] }).catch(() => undefined);
+        this.shareResolvers([{ node_id: nodeID, ago_ms: 0 }]);
       }
     },
 
@@ -159,7 +163,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       const deadline = Date.now() + ms;
       let asked = 0;
       while (Date.now() < deadline) {
-        if (this.liveGateways().includes(nodeID)) return true;
+        if (this.nodesOf("gateway").includes(nodeID)) return true;
         // DISCOVER straight to the node: a live one answers with its INFO within milliseconds.
         if (Date.now() - asked > 500) {
           asked = Date.now();
