@@ -50,6 +50,16 @@ afterAll(async () => {
   dir?.remove();
 });
 
+type Registry = { nodes: { disconnected(id: string, unexpected: boolean): void; delete(id: string): void }; unregisterServicesByNode(id: string): void };
+const registryOf = (broker: ServiceBroker) => broker.registry as unknown as Registry;
+/** What missed heartbeats do to a node in `broker`'s registry. */
+const loseSightOf = (broker: ServiceBroker, id: string) => registryOf(broker).nodes.disconnected(id, true);
+/** A node `broker` never heard announce itself, and never saw leave. */
+const neverListed = (broker: ServiceBroker, id: string) => {
+  registryOf(broker).unregisterServicesByNode(id);
+  registryOf(broker).nodes.delete(id);
+};
+
 const gatewayNodesSeenBy = (broker: ServiceBroker) =>
   broker.registry.getServiceList({ onlyAvailable: true, skipInternal: true }).filter((s) => s.name === "gateway").map((s) => s.nodeID);
 
@@ -59,7 +69,7 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
 
     // What the core's heartbeat check does when gw2's heartbeats stop arriving for a while.
-    (core.registry as unknown as { nodes: { disconnected(id: string, unexpected: boolean): void } }).nodes.disconnected("gw2", true);
+    loseSightOf(core, "gw2");
     expect(gatewayNodesSeenBy(core)).not.toContain("gw2");
 
     const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
@@ -73,9 +83,7 @@ describe("revocation while the core has lost sight of a live gateway", () => {
 
     // As in the second after a gateway starts: it serves (and caches) before Moleculer announces
     // it, so the core's registry does not list it, and no disconnect was ever seen.
-    const registry = core.registry as unknown as { nodes: { delete(id: string): void }; unregisterServicesByNode(id: string): void };
-    registry.unregisterServicesByNode("gw2");
-    registry.nodes.delete("gw2");
+    neverListed(core, "gw2");
     expect(gatewayNodesSeenBy(core)).not.toContain("gw2");
 
     const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
@@ -96,11 +104,7 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k1", scopes: ["api-keys:read"] } })).body.data;
     expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 100));
-    for (const broker of [core, auth2]) {
-      const registry = broker.registry as unknown as { nodes: { delete(id: string): void }; unregisterServicesByNode(id: string): void };
-      registry.unregisterServicesByNode("gw2");
-      registry.nodes.delete("gw2");
-    }
+    for (const broker of [core, auth2]) neverListed(broker, "gw2");
     // Each auth node in turn, as keys.revoke may reach either: each finds gw2 and has it confirm.
     for (const nodeID of ["core", "auth2"]) {
       const answer = await core.call<{ confirmed: number; unreachable: string[] }, object>("auth.invalidate", { key_id: made.id }, { nodeID });
@@ -112,7 +116,7 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k2", scopes: ["api-keys:read"] } })).body.data;
     // gw2's connection drops without a goodbye (a crash); the core notices as after missed heartbeats.
     await (gw2.transit as unknown as { tx: { disconnect(): Promise<void> } }).tx.disconnect();
-    (core.registry as unknown as { nodes: { disconnected(id: string, unexpected: boolean): void } }).nodes.disconnected("gw2", true);
+    loseSightOf(core, "gw2");
 
     const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
     expect(revoked.status).toBe(200);
