@@ -19,6 +19,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { request } from "undici";
 import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
+import { API_KEY_BODY } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -53,9 +54,7 @@ async function load(name: string, url: string, headers: Record<string, string>, 
 
 const BARE_SERVER = `
 const http = require("node:http");
-const body = JSON.stringify({ data: { object: "api_key", id: "key_01jdx3v6f0m4k2c8r1n5q7w9ya", name: "bench", environment: "live",
-  scopes: ["api-keys:read"], status: "active", prefix: "svc_live_ab12", last4: "wxyz", created_at: new Date().toISOString(),
-  revoked_at: null, expires_at: null, last_used_at: null } });
+const body = process.argv[2];
 http.createServer((req, res) => {
   res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), "request-id": "req_x" });
   res.end(body);
@@ -86,7 +85,7 @@ async function main(): Promise<void> {
     const barePort = await freePort();
     const bare: Proc = {
       name: "bare",
-      child: spawn(process.execPath, ["-e", BARE_SERVER, String(barePort)], { stdio: "inherit" }),
+      child: spawn(process.execPath, ["-e", BARE_SERVER, String(barePort), JSON.stringify({ data: API_KEY_BODY })], { stdio: "inherit" }),
       output: () => "",
       kill: async () => void bare.child.kill("SIGKILL"),
     };

@@ -185,3 +185,19 @@ export function bareLine(label: string, bares: number[], unit: string): number {
   console.log(`${label}: ${bares.join(" (first), ")} (last) ${unit}; ratios are to their mean, ${bare}`);
   return bare;
 }
+
+/** The answer of GET /v1/api-keys/{id} as the platform gives it: what bench/core.ts's bare server and trivial alias send. */
+export const API_KEY_BODY = {
+  object: "api_key",
+  id: "key_01jdx3v6f0m4k2c8r1n5q7w9ya",
+  name: "bench",
+  environment: "live",
+  scopes: ["api-keys:read"],
+  status: "active",
+  prefix: "svc_live_ab12",
+  last4: "wxyz",
+  created_at: new Date().toISOString(),
+  revoked_at: null,
+  expires_at: null,
+  last_used_at: null,
+};

@@ -10,23 +10,9 @@
 import { ServiceBroker, type Context } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { MsgpackrSerializer } from "../shared/serializer";
+import { API_KEY_BODY } from "./lib";
 
 const [role, natsUrl, port] = process.argv.slice(2);
-
-const body = {
-  object: "api_key",
-  id: "key_01jdx3v6f0m4k2c8r1n5q7w9ya",
-  name: "bench",
-  environment: "live",
-  scopes: ["api-keys:read"],
-  status: "active",
-  prefix: "svc_live_ab12",
-  last4: "wxyz",
-  created_at: new Date().toISOString(),
-  revoked_at: null,
-  expires_at: null,
-  last_used_at: null,
-};
 
 async function main(): Promise<void> {
   const broker = new ServiceBroker({
@@ -37,7 +23,7 @@ async function main(): Promise<void> {
     logger: false,
   });
   if (role === "service") {
-    broker.createService({ name: "trivial", actions: { get: (ctx: Context<{ id: string }>) => ({ data: { ...body, id: ctx.params.id } }) } });
+    broker.createService({ name: "trivial", actions: { get: (ctx: Context<{ id: string }>) => ({ data: { ...API_KEY_BODY, id: ctx.params.id } }) } });
   } else {
     broker.createService({
       name: "api",
