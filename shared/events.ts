@@ -91,11 +91,10 @@ export interface NewEvent {
   chain_depth?: number;
 }
 
-/** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
-export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
-  const now = Date.now();
+/** An event as stored: marked for each service that reacts to events (see shared/event-consumer.ts). */
+export function eventDoc(input: NewEvent, now: number): EventDoc {
   const { id = newId("evt"), origin_workflow_id, chain_depth, ...fields } = input;
-  const doc: EventDoc = {
+  return {
     id,
     ...fields,
     created_at: new Date(now).toISOString(),
@@ -104,6 +103,11 @@ export async function recordEvent(events: Collection<EventDoc>, broker: ServiceB
     ...(origin_workflow_id && { origin_workflow_id }),
     ...(chain_depth && { chain_depth }),
   };
+}
+
+/** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
+export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
+  const doc = eventDoc(input, Date.now());
   await events.insert(doc);
   // A lost wake-up only delays the reaction until the next sweep of the log.
   broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);

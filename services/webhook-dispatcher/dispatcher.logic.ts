@@ -1,4 +1,6 @@
 import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/deliveries";
+import { newId } from "../../shared/ids";
+import type { Update } from "../../shared/storage/types";
 
 /** What an attempt's outcome does to its delivery: settle it, or schedule the next attempt. */
 export interface Outcome {
@@ -19,4 +21,48 @@ export function outcomeOf(delivery: Pick<DeliveryDoc, "attempts" | "series_start
   if (inSeries >= ATTEMPTS_PER_SERIES) return { status: "failed", dueAt: null };
   const delay = delays[Math.min(inSeries - 1, delays.length - 1)];
   return { status: "pending", dueAt: nowMs + Math.round(delay * (1 + 0.1 * random)) };
+}
+
+/** A delivery this node holds a claim on. */
+export type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
+
+/** A new delivery of `event` to `webhookId`, created already claimed (`lease`, until `dueAt`) by the node that sends it first. */
+export function claimedDelivery(
+  tenant: Pick<DeliveryDoc, "org_id" | "environment">,
+  event: { id: string; type: string },
+  webhookId: string,
+  nowMs: number,
+  claim: { dueAt: number; lease: string },
+): Claimed {
+  const at = new Date(nowMs).toISOString();
+  return {
+    id: newId("del"),
+    org_id: tenant.org_id,
+    environment: tenant.environment,
+    webhook_id: webhookId,
+    event_id: event.id,
+    event_type: event.type,
+    status: "pending",
+    attempts: [],
+    series_start: 0,
+    next_attempt_at: at,
+    created_at: at,
+    updated_at: at,
+    due_at: claim.dueAt,
+    lease: claim.lease,
+  };
+}
+
+/** The store update that records an attempt (if one was made) and its outcome, and gives up the claim. */
+export function settlement(outcome: Outcome, attempt: Attempt | null, nowMs: number): Update {
+  return {
+    $set: {
+      status: outcome.status,
+      ...(outcome.dueAt !== null && { due_at: outcome.dueAt }),
+      next_attempt_at: outcome.dueAt === null ? null : new Date(outcome.dueAt).toISOString(),
+      updated_at: new Date(nowMs).toISOString(),
+    },
+    $unset: outcome.dueAt === null ? { due_at: true, lease: true } : { lease: true },
+    ...(attempt && { $push: { attempts: attempt } }),
+  };
 }

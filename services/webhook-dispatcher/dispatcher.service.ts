@@ -4,12 +4,11 @@ import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } fr
 import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
-import { newId } from "../../shared/ids";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
-import { outcomeOf } from "./dispatcher.logic";
+import { claimedDelivery, outcomeOf, settlement, type Claimed } from "./dispatcher.logic";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
 
@@ -22,9 +21,6 @@ interface Target {
   secrets: string[];
   consecutive_failures: number;
 }
-
-/** A delivery this node holds a claim on. */
-type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
 
 /** One attempt to make: the claimed delivery, and what is already known of its event and webhook. */
 interface Job {
@@ -103,29 +99,13 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const created: Job[] = [];
       const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
       const now = Date.now();
-      const at = new Date(now).toISOString();
       const inserts: Promise<void>[] = [];
       for (const event of events) {
         const payload = payloadOf(event);
         for (const target of targets) {
           if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
-          const delivery: Claimed = {
-            id: newId("del"),
-            org_id,
-            environment,
-            webhook_id: target.id,
-            event_id: event.id,
-            event_type: event.type,
-            status: "pending",
-            attempts: [],
-            series_start: 0,
-            next_attempt_at: at,
-            created_at: at,
-            updated_at: at,
-            // Created already claimed by this node: the first attempt needs no separate claim.
-            due_at: now + this.leaseMs(),
-            lease: randomUUID(),
-          };
+          // Created already claimed by this node: the first attempt needs no separate claim.
+          const delivery = claimedDelivery({ org_id, environment }, event, target.id, now, { dueAt: now + this.leaseMs(), lease: randomUUID() });
           inserts.push(
             this.deliveries.insert(delivery).then(
               () => void created.push({ delivery, payload, target }),
@@ -181,16 +161,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const updated = await this.deliveries.update(
         ALL_TENANTS,
         { id: delivery.id, lease: delivery.lease },
-        {
-          $set: {
-            status: outcome.status,
-            ...(outcome.dueAt !== null && { due_at: outcome.dueAt }),
-            next_attempt_at: outcome.dueAt === null ? null : new Date(outcome.dueAt).toISOString(),
-            updated_at: new Date(now).toISOString(),
-          },
-          $unset: outcome.dueAt === null ? { due_at: true, lease: true } : { lease: true },
-          ...(attempt && { $push: { attempts: attempt } }),
-        },
+        settlement(outcome, attempt, now),
       );
       if (!updated) {
         this.logger.warn(`delivery ${delivery.id}: the claim ran out before the attempt was recorded; another node retries it`);
