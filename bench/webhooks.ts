@@ -11,9 +11,13 @@
  *               sent when one starts (every delivery stored, leased, signed, POSTed and logged)
  *   @500/s    — p50/p99 from `POST /events` (a stamp in the event's data) to receipt, at 500 events/s
  *   saturated — events/s accepted and deliveries/s while clients emit as fast as they can
+ * And the ceiling the embedded store sets on the single process's drain: the store work alone of
+ * the same backlog, no HTTP (bench/delivery-store.ts), in a process of its own.
  *
  *   npm run bench:webhooks        (BENCH_SECONDS=10 BENCH_EVENTS=10000 BENCH_RATE=500)
  */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { request } from "undici";
 import { peakRssMiB, runCli, startNode, waitFor, type Proc } from "../tools/procs";
 import { bareLine, bareLoop, flood, natsFor, now, paced, post, quantile, rate, Receiver, storeNode, Teardown } from "./lib";
@@ -87,10 +91,22 @@ async function measure(
   };
 }
 
+/** Deliveries/s of the store work alone (bench/delivery-store.ts). */
+async function storeCeiling(events: number): Promise<number> {
+  const child = spawn(process.execPath, [join(__dirname, "delivery-store.js"), String(events)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const code = await new Promise((ok) => child.once("exit", ok));
+  if (code !== 0) throw new Error(`delivery-store exited with ${String(code)}`);
+  const { deliveries, ms } = JSON.parse(out) as { deliveries: number; ms: number };
+  return Math.round((deliveries * 1000) / ms);
+}
+
 async function main(): Promise<void> {
   const t = new Teardown();
   const figures: ModeFigures[] = [];
   const bares: number[] = [];
+  let ceiling = NaN;
   try {
     const rx = await Receiver.start();
     t.add(() => rx.stop());
@@ -98,6 +114,7 @@ async function main(): Promise<void> {
     // The bare loop runs first (after a warm-up) and again last: the machine is shared and noisy.
     await bareLoop(rx, 2, IN_FLIGHT);
     bares.push(await bareLoop(rx, SECONDS, IN_FLIGHT));
+    ceiling = await storeCeiling(EVENTS);
 
     // Single process: first without the dispatcher (the backlog), then the whole platform.
     await t.scope(async () => {
@@ -131,6 +148,7 @@ async function main(): Promise<void> {
 
   console.log(`\nWebhook delivery to one local receiver; ${IN_FLIGHT} in flight per webhook; runs of ${SECONDS}s; backlog ${EVENTS} events`);
   const bare = bareLine("bare sign-and-POST loop", bares, "deliveries/s");
+  console.log(`store work alone, no HTTP (the single process's ceiling): ${ceiling} deliveries/s, ${(ceiling / bare).toFixed(2)}x`);
   console.log("mode                               drain/s  ratio   p50 ms  p99 ms @ events/s  lost   saturated: events/s  deliveries/s  ratio   peak RSS MiB");
   for (const f of figures) {
     console.log(

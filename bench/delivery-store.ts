@@ -1,0 +1,83 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ServiceBroker } from "moleculer";
+import { claimedDelivery, outcomeOf, settlement } from "../services/webhook-dispatcher/dispatcher.logic";
+import { deliveriesCollection, type Attempt } from "../shared/deliveries";
+import { EventConsumer } from "../shared/event-consumer";
+import { eventDoc, eventsCollection } from "../shared/events";
+import { NedbStore } from "../shared/storage/nedb";
+import { ALL_TENANTS } from "../shared/storage/types";
+
+/**
+ * The ceiling the embedded store puts on a single process's drain: the store work of delivering a
+ * backlog of `events` events to one webhook, with no HTTP at all, in a process of its own. It is the
+ * work the single process does for each event and delivery, through the same code: both services'
+ * sweeps of the event log (the dispatcher's and the workflows service's, whose handler here finds
+ * no workflow to start), the delivery created claimed, its first attempt (a 200) recorded, and both
+ * markers unset. Everything is let in flight at once, so the store's group commit takes the largest
+ * batches it can: an upper bound.
+ *
+ *   node dist/bench/delivery-store.js <events>       → {"deliveries": n, "ms": t}
+ */
+const TENANT = { org_id: "org_bench", environment: "live" } as const;
+const logger = { warn: (...args: unknown[]) => console.error(...args) } as unknown as ServiceBroker["logger"];
+
+async function main(): Promise<void> {
+  const count = Number(process.argv[2]);
+  const dir = mkdtempSync(join(tmpdir(), "wfp-bench-store-"));
+  const store = new NedbStore(dir);
+  try {
+    const events = eventsCollection(store);
+    const deliveries = deliveriesCollection(store);
+    // Stored past the consumers' grace period, so the first sweeps take them; a millisecond apart,
+    // as a steady stream is (thousands stored in one millisecond would share one key of the marker
+    // indexes, and each unset would scan them).
+    const storedAt = Date.now() - 60_000 - count;
+    for (let i = 0; i < count; i += 500) {
+      await Promise.all(
+        Array.from({ length: Math.min(500, count - i) }, (_, j) =>
+          events.insert(eventDoc({ ...TENANT, type: "bench.test", data: { i: i + j }, source: "api" }, storedAt + i + j)),
+        ),
+      );
+    }
+
+    let delivered = 0;
+    const dispatcher = new EventConsumer(
+      events,
+      "undispatched_since",
+      async (tenant, batch) => {
+        await Promise.all(
+          batch.map(async (event) => {
+            const now = Date.now();
+            const delivery = claimedDelivery(tenant, event, "wh_bench", now, { dueAt: now + 12_000, lease: randomUUID() });
+            await deliveries.insert(delivery);
+            const attempt: Attempt = { number: 1, at: new Date().toISOString(), status_code: 200, duration_ms: 1, error: null };
+            const done = Date.now();
+            if (await deliveries.update(ALL_TENANTS, { id: delivery.id, lease: delivery.lease }, settlement(outcomeOf(delivery, attempt, [], done), attempt, done))) {
+              delivered += 1;
+            }
+          }),
+        );
+        return new Set<string>();
+      },
+      logger,
+    );
+    const workflows = new EventConsumer(events, "untriggered_since", async () => new Set<string>(), logger);
+
+    const started = performance.now();
+    await Promise.all([dispatcher.sweep(), workflows.sweep()]);
+    const ms = performance.now() - started;
+    if (delivered !== count) throw new Error(`delivered ${delivered} of ${count}`);
+    process.stdout.write(JSON.stringify({ deliveries: delivered, ms }));
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
