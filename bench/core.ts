@@ -9,6 +9,7 @@
  * Then the revocation race: time from DELETE on one gateway to the first 401 on another.
  *
  * Bare, trivial and cluster run twice: with BENCH_CONNECTIONS (20) and BENCH_MANY_CONNECTIONS (100).
+ * Bare runs first and again last; ratios are to the mean of its two runs.
  *
  *   npm run build && node dist/bench/core.js        (BENCH_SECONDS=10 BENCH_CONNECTIONS=20 BENCH_MANY_CONNECTIONS=100)
  */
@@ -75,25 +76,29 @@ async function benchKey(base: string, admin: string): Promise<{ id: string; key:
   return ((await res.body.json()) as { data: { id: string; key: string } }).data;
 }
 
+/** node:http answering the same body, at both loads. */
+async function bareRuns(name: string): Promise<Figures[]> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["-e", BARE_SERVER, String(port), JSON.stringify({ data: API_KEY_BODY })], { stdio: "inherit" });
+  const bare: Proc = { name: "bare", child, output: () => "", kill: async () => void child.kill("SIGKILL") };
+  try {
+    await waitFor("bare server", async () => (await request(`http://127.0.0.1:${port}/`)).statusCode === 200);
+    const url = `http://127.0.0.1:${port}/v1/api-keys/key_x`;
+    return [await load(name, url, {}, [bare]), await load(name, url, {}, [bare], MANY)];
+  } finally {
+    await bare.kill();
+  }
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 async function main(): Promise<void> {
   const results: Figures[] = [];
   const cleanups: (() => Promise<void> | void)[] = [];
   try {
-    // Bare baseline.
-    const barePort = await freePort();
-    const bare: Proc = {
-      name: "bare",
-      child: spawn(process.execPath, ["-e", BARE_SERVER, String(barePort), JSON.stringify({ data: API_KEY_BODY })], { stdio: "inherit" }),
-      output: () => "",
-      kill: async () => void bare.child.kill("SIGKILL"),
-    };
-    cleanups.push(() => bare.kill());
-    await waitFor("bare server", async () => (await request(`http://127.0.0.1:${barePort}/`)).statusCode === 200);
-    results.push(await load("bare node:http", `http://127.0.0.1:${barePort}/v1/api-keys/key_x`, {}, [bare]));
-    results.push(await load("bare node:http", `http://127.0.0.1:${barePort}/v1/api-keys/key_x`, {}, [bare], MANY));
-    await bare.kill();
+    // The bare baseline runs first and again last: the machine is shared and noisy.
+    results.push(...(await bareRuns("bare node:http (first)")));
 
     // Single process.
     {
@@ -186,12 +191,14 @@ async function main(): Promise<void> {
           ` DELETE answered → next request on gw2 refused in p50 ${quantile(afterAnswered, 0.5).toFixed(2)} ms, p99 ${quantile(afterAnswered, 0.99).toFixed(2)} ms`,
       );
     }
+    results.push(...(await bareRuns("bare node:http (last)")));
   } finally {
     for (const c of cleanups.reverse()) await c();
   }
 
-  const bareAt = new Map(results.filter((r) => r.name.startsWith("bare")).map((r) => [r.connections, r.rps]));
-  console.log(`\nGET /v1/api-keys/{id}, ${SECONDS}s each (after a 2s warm-up); each ratio is to bare at the same number of connections`);
+  const bares = results.filter((r) => r.name.startsWith("bare"));
+  const bareAt = new Map(bares.map((r) => [r.connections, mean(bares.filter((b) => b.connections === r.connections).map((b) => b.rps))]));
+  console.log(`\nGET /v1/api-keys/{id}, ${SECONDS}s each (after a 2s warm-up); each ratio is to bare's mean (first and last run) at the same number of connections`);
   console.log("run                                  conns    req/s    p50 ms  p99 ms  errors  peak RSS MiB   ratio to bare");
   for (const r of results) {
     console.log(
