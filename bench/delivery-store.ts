@@ -48,10 +48,11 @@ async function main(): Promise<void> {
       events,
       "undispatched_since",
       async (tenant, batch) => {
+        const now = Date.now();
+        const at = new Date(now).toISOString();
         await Promise.all(
           batch.map(async (event) => {
-            const now = Date.now();
-            const delivery = claimedDelivery(tenant, event, "wh_bench", now, { dueAt: now + 12_000, lease: randomUUID() });
+            const delivery = claimedDelivery(tenant, event, "wh_bench", at, { dueAt: now + 12_000, lease: randomUUID() });
             await deliveries.insert(delivery);
             const attempt: Attempt = { number: 1, at: new Date().toISOString(), status_code: 200, duration_ms: 1, error: null };
             const done = Date.now();

@@ -26,15 +26,17 @@ export function outcomeOf(delivery: Pick<DeliveryDoc, "attempts" | "series_start
 /** A delivery this node holds a claim on. */
 export type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
 
-/** A new delivery of `event` to `webhookId`, created already claimed (`lease`, until `dueAt`) by the node that sends it first. */
+/**
+ * A new delivery of `event` to `webhookId` at time `at` (ISO, one for a whole fan-out), created
+ * already claimed (`lease`, until `dueAt`) by the node that sends it first.
+ */
 export function claimedDelivery(
   tenant: Pick<DeliveryDoc, "org_id" | "environment">,
   event: { id: string; type: string },
   webhookId: string,
-  nowMs: number,
+  at: string,
   claim: { dueAt: number; lease: string },
 ): Claimed {
-  const at = new Date(nowMs).toISOString();
   return {
     id: newId("del"),
     org_id: tenant.org_id,

@@ -99,13 +99,14 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const created: Job[] = [];
       const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
       const now = Date.now();
+      const at = new Date(now).toISOString();
       const inserts: Promise<void>[] = [];
       for (const event of events) {
         const payload = payloadOf(event);
         for (const target of targets) {
           if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
           // Created already claimed by this node: the first attempt needs no separate claim.
-          const delivery = claimedDelivery({ org_id, environment }, event, target.id, now, { dueAt: now + this.leaseMs(), lease: randomUUID() });
+          const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, { dueAt: now + this.leaseMs(), lease: randomUUID() });
           inserts.push(
             this.deliveries.insert(delivery).then(
               () => void created.push({ delivery, payload, target }),
