@@ -20,7 +20,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { request } from "undici";
 import { freePort, peakRssMiB, runCli, startNats, startNode, waitFor, type Proc } from "../tools/procs";
-import { API_KEY_BODY } from "./lib";
+import { API_KEY_BODY, mean, quantile } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -92,8 +92,6 @@ async function bareRuns(name: string): Promise<Figures[]> {
   }
 }
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 async function main(): Promise<void> {
   const results: Figures[] = [];

@@ -19,6 +19,7 @@ export interface Stats {
 /** Wall-clock ms with sub-ms precision, comparable across processes on this machine. */
 export const now = (): number => performance.timeOrigin + performance.now();
 export const rate = (s: Stats): number => (s.count > 1 ? Math.round(((s.count - 1) * 1000) / (s.last - s.first)) : 0);
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 export const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
 /** The receiver process (bench/webhook-receiver.ts) and its IPC questions. */
@@ -64,14 +65,20 @@ export class Receiver {
   }
 }
 
+/** Runs bench/<script>.js in a process of its own (a core to itself) and answers the JSON it prints. */
+export async function runScript<T>(script: string, args: (string | number)[]): Promise<T> {
+  const child = spawn(process.execPath, [join(__dirname, `${script}.js`), ...args.map(String)], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const code = await new Promise((ok) => child.once("exit", ok));
+  if (code !== 0) throw new Error(`bench/${script} exited with ${String(code)}`);
+  return JSON.parse(out) as T;
+}
+
 /** The bare loop (bench/webhook-bare.ts) against the receiver for `seconds`: requests/s it reached. */
 export async function bareLoop(rx: Receiver, seconds: number, inFlight: number): Promise<number> {
   await rx.reset();
-  const child = spawn(process.execPath, [join(__dirname, "webhook-bare.js"), rx.url, String(seconds), String(inFlight)], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  await new Promise((ok) => child.once("exit", ok));
-  const { failed } = JSON.parse(out) as { failed: number };
+  const { failed } = await runScript<{ failed: number }>("webhook-bare", [rx.url, seconds, inFlight]);
   if (failed > 0) throw new Error(`bare loop: ${failed} POSTs failed`);
   return rate(await rx.stats());
 }
@@ -181,7 +188,7 @@ export async function natsFor(t: Teardown): Promise<NatsServer> {
 
 /** The bare loop's runs, first and last, and their mean (what the ratios are to). */
 export function bareLine(label: string, bares: number[], unit: string): number {
-  const bare = Math.round(bares.reduce((a, b) => a + b, 0) / bares.length);
+  const bare = Math.round(mean(bares));
   console.log(`${label}: ${bares.join(" (first), ")} (last) ${unit}; ratios are to their mean, ${bare}`);
   return bare;
 }

@@ -16,11 +16,9 @@
  *
  *   npm run bench:webhooks        (BENCH_SECONDS=10 BENCH_EVENTS=10000 BENCH_RATE=500)
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { request } from "undici";
 import { peakRssMiB, runCli, startNode, waitFor, type Proc } from "../tools/procs";
-import { bareLine, bareLoop, flood, natsFor, now, paced, post, quantile, rate, Receiver, storeNode, Teardown } from "./lib";
+import { bareLine, bareLoop, flood, natsFor, now, paced, post, quantile, rate, Receiver, runScript, storeNode, Teardown } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -93,12 +91,7 @@ async function measure(
 
 /** Deliveries/s of the store work alone (bench/delivery-store.ts). */
 async function storeCeiling(events: number): Promise<number> {
-  const child = spawn(process.execPath, [join(__dirname, "delivery-store.js"), String(events)], { stdio: ["ignore", "pipe", "inherit"] });
-  let out = "";
-  child.stdout.on("data", (d) => (out += d));
-  const code = await new Promise((ok) => child.once("exit", ok));
-  if (code !== 0) throw new Error(`delivery-store exited with ${String(code)}`);
-  const { deliveries, ms } = JSON.parse(out) as { deliveries: number; ms: number };
+  const { deliveries, ms } = await runScript<{ deliveries: number; ms: number }>("delivery-store", [events]);
   return Math.round((deliveries * 1000) / ms);
 }
 
