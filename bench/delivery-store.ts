@@ -7,7 +7,7 @@ import { claimedDelivery, outcomeOf, settlement } from "../services/webhook-disp
 import { deliveriesCollection, type Attempt } from "../shared/deliveries";
 import { EventConsumer } from "../shared/event-consumer";
 import { eventDoc, eventsCollection } from "../shared/events";
-import { NedbStore } from "../shared/storage/nedb";
+import { SqliteStore } from "../shared/storage/sqlite";
 import { ALL_TENANTS } from "../shared/storage/types";
 
 /**
@@ -27,7 +27,7 @@ const logger = { warn: (...args: unknown[]) => console.error(...args) } as unkno
 async function main(): Promise<void> {
   const count = Number(process.argv[2]);
   const dir = mkdtempSync(join(tmpdir(), "wfp-bench-store-"));
-  const store = new NedbStore(dir);
+  const store = new SqliteStore(dir);
   try {
     const events = eventsCollection(store);
     const deliveries = deliveriesCollection(store);

@@ -1,15 +1,13 @@
 /**
- * The embedded store, direct and through its unix socket (the path the CLI takes to a running
- * server): operations per second for insert, get by id and a compare-and-set update, each with
- * CONCURRENCY operations in flight for about a second.
+ * The embedded store (SQLite): operations per second for insert, get by id and a compare-and-set
+ * update, each with CONCURRENCY operations in flight for about a second.
  *
  *   npm run build && node dist/bench/store.js        (BENCH_MS=1000 BENCH_CONCURRENCY=16)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NedbStore } from "../shared/storage/nedb";
-import { connectSocket, serveSocket } from "../shared/storage/socket";
+import { SqliteStore } from "../shared/storage/sqlite";
 import type { Collection, Doc, Store } from "../shared/storage/types";
 
 const MS = Number(process.env.BENCH_MS ?? 1000);
@@ -57,18 +55,13 @@ async function measure(store: Store, label: string): Promise<Record<string, numb
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
-  const owner = new NedbStore(dir);
-  const server = await serveSocket(owner, dir);
-  const remote = await connectSocket(dir);
-  if (!server || !remote) throw new Error(`cannot serve a socket under ${dir}`);
+  const store = new SqliteStore(dir);
   try {
-    const rows = [await measure(owner, "direct"), await measure(remote, "socket")];
+    const rows = [await measure(store, "sqlite")];
     console.log(`embedded store, ${CONCURRENCY} in flight, ${MS} ms per figure`);
     console.table(rows);
   } finally {
-    await remote.close();
-    await server.close();
-    await owner.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

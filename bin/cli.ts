@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { createBroker } from "../shared/broker";
 import { loadSettings, SettingsError, type Settings } from "../shared/config";
-import { openStoreForCli } from "../shared/storage";
+import { openStore } from "../shared/storage";
 
 const USAGE = `Usage: npm run --silent cli -- orgs create --name "Acme"
 
@@ -16,8 +16,8 @@ function fail(message: string, code = 2): never {
 
 async function createOrg(name: string): Promise<unknown> {
   const settings: Settings = { ...loadSettings(), transporter: undefined, services: ["orgs", "keys"], logLevel: false };
-  const store = await openStoreForCli(settings);
-  // A local broker runs the same orgs and keys code as the server, over the server's store.
+  // A local broker runs the same orgs and keys code as the server, on the same database file.
+  const store = openStore(settings);
   const broker = createBroker(settings, {}, store);
   await broker.start();
   try {

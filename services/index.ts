@@ -6,7 +6,6 @@ import EventsService from "./events/events.service";
 import GatewayService from "./gateway/gateway.service";
 import KeysService from "./keys/keys.service";
 import OrgsService from "./orgs/orgs.service";
-import StoreService from "./store/store.service";
 import DispatcherService from "./webhook-dispatcher/dispatcher.service";
 import WebhooksService from "./webhooks/webhooks.service";
 import WorkflowsService from "./workflows/workflows.service";
@@ -16,7 +15,6 @@ import WorkflowsService from "./workflows/workflows.service";
  * this list (and the entry points) knows them all. Names not here yet are built in later issues.
  */
 export const SERVICE_SCHEMAS: Partial<Record<ServiceName, ServiceSchema<any, any, any>>> = {
-  store: StoreService,
   gateway: GatewayService,
   auth: AuthService,
   keys: KeysService,

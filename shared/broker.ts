@@ -9,8 +9,7 @@ import type { Store } from "./storage/types";
 
 /**
  * A broker running the services `settings.services` names. Without a transporter every service
- * runs here; with one, the embedded store is served by whichever node runs `store` (only where no
- * MONGO_URL is set). A `store` given here is used instead of opening one (the CLI's).
+ * runs here. A `store` given here is used instead of opening one.
  */
 export function createBroker(settings: Settings, overrides: Partial<BrokerOptions> = {}, store?: Store): ServiceBroker {
   const broker = new ServiceBroker(brokerOptions(settings, overrides));
@@ -18,7 +17,6 @@ export function createBroker(settings: Settings, overrides: Partial<BrokerOption
   bindApiReference(broker, () => openApiDocument(ROUTES, SERVICE_SCHEMAS));
   if (store) bindStore(broker, store);
   for (const name of settings.services) {
-    if (name === "store" && settings.mongoUrl) continue;
     const schema = SERVICE_SCHEMAS[name];
     if (schema) broker.createService(schema);
   }

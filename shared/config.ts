@@ -13,7 +13,7 @@ export const SERVICE_NAMES = [
   "webhook-dispatcher",
   "analytics",
 ] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number] | "store";
+export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** Every environment variable loadSettings reads (a test holds the two together, and the README's table). */
 export const SETTING_NAMES = [
@@ -88,9 +88,9 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 
 function services(env: Env): ServiceName[] {
   const raw = env.SERVICES;
-  if (raw === undefined || raw.trim() === "" || raw.trim() === "all") return [...SERVICE_NAMES, "store"];
+  if (raw === undefined || raw.trim() === "" || raw.trim() === "all") return [...SERVICE_NAMES];
   const names = raw.split(",").map((s) => s.trim()).filter(Boolean);
-  const known: readonly string[] = [...SERVICE_NAMES, "store"];
+  const known: readonly string[] = SERVICE_NAMES;
   for (const name of names) {
     if (!known.includes(name)) throw new SettingsError("SERVICES", `unknown service '${name}' (known: ${known.join(", ")})`);
   }

@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
   service_unavailable: { status: 503, type: "api_error" },
+  storage_unavailable: { status: 503, type: "api_error" },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -78,9 +78,8 @@ export class EventConsumer {
     this.sweeping = true;
     try {
       for (;;) {
-        // No sort: both engines walk the sparse marker index in order (oldest first) and stop at
-        // the limit, where a sort would order every marked event for each batch (nedb).
-        const stale = await this.events.find(ALL_TENANTS, { [this.marker]: { $lt: Date.now() - GRACE_MS } }, { limit: BATCH });
+        // Oldest first, read in order from the sparse marker index: a batch costs its size.
+        const stale = await this.events.find(ALL_TENANTS, { [this.marker]: { $lt: Date.now() - GRACE_MS } }, { sort: { [this.marker]: 1 }, limit: BATCH });
         const done = stale.length > 0 ? await this.process(stale) : 0;
         if (stale.length < BATCH || done === 0 || this.stopped) break;
         await between?.();

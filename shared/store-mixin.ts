@@ -1,6 +1,6 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { boundStoreOf, settingsOf } from "./runtime";
-import { openStoreForBroker } from "./storage";
+import { openStore } from "./storage";
 import type { Store } from "./storage/types";
 
 /** One store handle per broker, shared by its services and closed when the last of them stops. */
@@ -9,7 +9,7 @@ const handles = new WeakMap<ServiceBroker, { store: Store; users: number }>();
 function acquire(broker: ServiceBroker): Store {
   let handle = handles.get(broker);
   if (!handle) {
-    handle = { store: boundStoreOf(broker) ?? openStoreForBroker(settingsOf(broker), broker), users: 0 };
+    handle = { store: boundStoreOf(broker) ?? openStore(settingsOf(broker)), users: 0 };
     handles.set(broker, handle);
   }
   handle.users += 1;

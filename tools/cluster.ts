@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { SERVICE_NAMES, type ServiceName } from "../shared/config";
 import { freePort, startNats } from "./nats";
@@ -8,7 +7,8 @@ import { SERVER_JS, waitFor } from "./procs";
 
 /**
  * `npm run cluster`: the docker-compose topology on this machine without Docker — a nats-server,
- * a store node (unless MONGO_URL is set) and one process per service, or several:
+ * and one process per service, or several (without MONGO_URL all of them open the same SQLite file
+ * under DATA_DIR):
  *
  *   npm run cluster -- --gateway 2 --webhook-dispatcher 2 --workflows 2
  *
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     process.stdout.write("stopping the cluster…\n");
-    const byRole = [members.filter((m) => m.service === "gateway"), members.filter((m) => m.service !== "gateway" && m.service !== "store"), members.filter((m) => m.service === "store")];
+    const byRole = [members.filter((m) => m.service === "gateway"), members.filter((m) => m.service !== "gateway")];
     for (const group of byRole) {
       await Promise.all(
         group.map(
@@ -123,10 +123,6 @@ async function main(): Promise<void> {
     for (const m of members) if (m.child.exitCode === null) m.child.kill("SIGKILL");
   });
 
-  if (!process.env.MONGO_URL) {
-    launch("store", "store");
-    await waitFor("the store node", () => existsSync(join(dataDir, "store.sock")), 30_000);
-  }
   for (const service of SERVICE_NAMES) {
     for (let i = 0; i < (wanted.get(service) ?? 0); i += 1) {
       const name = `${service}-${i + 1}`;

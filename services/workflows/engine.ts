@@ -96,9 +96,8 @@ export class RunEngine {
     if (this.stopping || this.active >= this.o.maxActive) return false;
     const now = Date.now();
     const lease = randomUUID();
-    // No sort: both engines walk the sparse `due_at` index in order (most overdue first), where a
-    // sort would order every due run for each claim (nedb), quadratic in a backlog.
-    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: now } }, { $set: { due_at: now + LEASE_MARGIN_MS, lease } });
+    // The most overdue first, read in order from the sparse `due_at` index: a claim costs one row.
+    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: now } }, { $set: { due_at: now + LEASE_MARGIN_MS, lease } }, { sort: { due_at: 1 } });
     if (!run) return false;
     this.active += 1;
     const driving: Promise<void> = this.drive(run as Claimed)

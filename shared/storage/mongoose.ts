@@ -5,6 +5,51 @@ import { COLLECTION_NAME, type Collection, type Doc, type Filter, type FindOptio
 
 type Raw = Record<string, unknown>;
 
+/**
+ * MongoDB gives `.` and a leading `$` meaning in field names and BSON refuses NUL in them, but
+ * documents hold free-form JSON (event `data`, run `input`) whose keys can be anything. So every
+ * key is stored with `%`, `.`, `$` and NUL percent-encoded (and `__proto__` as `%5F_proto__`), and
+ * decoded when read: the services' own field names hold none of these, so filters and update paths
+ * are unchanged.
+ */
+// eslint-disable-next-line no-control-regex -- NUL is what BSON refuses in a field name
+const SPECIAL_KEY = /[%.$\u0000]/g;
+const encodeKey = (key: string): string =>
+  key === "__proto__" ? "%5F_proto__" : key.replace(SPECIAL_KEY, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase()}`);
+const decodeKey = (key: string): string => key.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+
+/** A copy of `value` with every object key passed through `rename` (own properties defined, never assigned). */
+function renameKeys(value: unknown, rename: (key: string) => string, needed: (key: string) => boolean): unknown {
+  if (Array.isArray(value)) return value.map((v) => renameKeys(v, rename, needed));
+  if (value === null || typeof value !== "object" || value instanceof Date || (value as { _bsontype?: unknown })._bsontype !== undefined) return value;
+  const out: Raw = {};
+  for (const key of Object.keys(value)) {
+    const v = renameKeys((value as Raw)[key], rename, needed);
+    Object.defineProperty(out, needed(key) ? rename(key) : key, { value: v, writable: true, enumerable: true, configurable: true });
+  }
+  return out;
+}
+const needsEncoding = (key: string) => key === "__proto__" || /[%.$]/.test(key) || key.includes("\u0000");
+const encodeDoc = <T>(value: T): T => renameKeys(value, encodeKey, needsEncoding) as T;
+const decodeDoc = <T>(value: T): T => (value === null ? value : (renameKeys(value, decodeKey, (k) => k.includes("%")) as T));
+
+/** An update whose values (not its paths, which the services write) have their keys encoded. */
+function encodeUpdate(update: Update): Update {
+  const out: Update = { ...update };
+  if (update.$set) out.$set = Object.fromEntries(Object.entries(update.$set).map(([path, v]) => [path, encodeDoc(v)]));
+  if (update.$push) out.$push = Object.fromEntries(Object.entries(update.$push).map(([path, v]) => [path, encodeDoc(v)]));
+  return out;
+}
+
+/** A failure of MongoDB itself (unreachable, no primary, a write not acknowledged): retry later. */
+function unavailable(err: unknown): never {
+  const name = (err as { name?: string } | null)?.name ?? "";
+  if (/^Mongo(Network|ServerSelection|NotPrimary|WriteConcern|Timeout)|^MongoPoolCleared/.test(name)) {
+    throw new ApiError("storage_unavailable", "The store could not complete the operation (MongoDB is unreachable); retry later", { retry_after: 1 });
+  }
+  throw err;
+}
+
 /** Our documents carry their own `id`; MongoDB's `_id` stays out of every answer. */
 const WITHOUT_ID = { _id: 0 } as const;
 
@@ -61,42 +106,50 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
     if (added) this.indexed = this.indexer();
   }
 
-  async insert(doc: T): Promise<T> {
-    await this.indexed();
+  /** Runs one operation once the indexes exist, with MongoDB's refusals and failures mapped. */
+  private async run<R>(op: () => Promise<R>): Promise<R> {
     try {
-      // The driver directly: the schema is empty, there is nothing for mongoose to cast, and the
-      // copy keeps the `_id` the driver adds out of the caller's object.
-      await this.model.collection.insertOne({ ...doc });
+      await this.indexed();
+      return await op();
     } catch (err) {
-      duplicate(this.name, err);
+      if ((err as { code?: number })?.code === 11000) duplicate(this.name, err);
+      return unavailable(err);
     }
-    return doc;
   }
 
-  async get(scope: Scope, id: string): Promise<T | null> {
-    await this.indexed();
-    return this.model.findOne(scoped(scope, { id }), WITHOUT_ID).lean<T>().exec();
+  insert(doc: T): Promise<T> {
+    // The driver directly: the schema is empty, there is nothing for mongoose to cast, and the
+    // encoded copy keeps the `_id` the driver adds out of the caller's object.
+    return this.run(async () => {
+      await this.model.collection.insertOne(encodeDoc(doc) as Raw);
+      return doc;
+    });
   }
 
-  async findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    await this.indexed();
-    const query = this.model.findOne(scoped(scope, filter), WITHOUT_ID);
-    if (options.sort) query.sort(options.sort);
-    return query.lean<T>().exec();
+  get(scope: Scope, id: string): Promise<T | null> {
+    return this.run(async () => decodeDoc(await this.model.findOne(scoped(scope, { id }), WITHOUT_ID).lean<T>().exec()));
   }
 
-  async find(scope: Scope, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    await this.indexed();
-    const query = this.model.find(scoped(scope, filter), WITHOUT_ID);
-    if (options.sort) query.sort(options.sort);
-    if (options.skip) query.skip(options.skip);
-    if (options.limit) query.limit(options.limit);
-    return query.lean<T[]>().exec();
+  findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
+    return this.run(async () => {
+      const query = this.model.findOne(scoped(scope, filter), WITHOUT_ID);
+      if (options.sort) query.sort(options.sort);
+      return decodeDoc(await query.lean<T>().exec());
+    });
   }
 
-  async count(scope: Scope, filter: Filter): Promise<number> {
-    await this.indexed();
-    return this.model.countDocuments(scoped(scope, filter)).exec();
+  find(scope: Scope, filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    return this.run(async () => {
+      const query = this.model.find(scoped(scope, filter), WITHOUT_ID);
+      if (options.sort) query.sort(options.sort);
+      if (options.skip) query.skip(options.skip);
+      if (options.limit) query.limit(options.limit);
+      return (await query.lean<T[]>().exec()).map((doc) => decodeDoc(doc));
+    });
+  }
+
+  count(scope: Scope, filter: Filter): Promise<number> {
+    return this.run(() => this.model.countDocuments(scoped(scope, filter)).exec());
   }
 
   async page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>> {
@@ -104,38 +157,30 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
     return { items, total };
   }
 
-  async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    await this.indexed();
+  update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
     checkUpdate(update);
-    try {
-      return await this.model
-        .findOneAndUpdate(scoped(scope, filter), update, { sort: options.sort, returnDocument: "after", projection: WITHOUT_ID })
-        .lean<T>()
-        .exec();
-    } catch (err) {
-      return duplicate(this.name, err);
-    }
+    return this.run(async () => {
+      const doc = await this.model.collection.findOneAndUpdate(scoped(scope, filter), encodeUpdate(update) as Raw, {
+        sort: options.sort,
+        returnDocument: "after",
+        projection: WITHOUT_ID,
+      });
+      return decodeDoc(doc as T | null);
+    });
   }
 
-  async updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
-    await this.indexed();
+  updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
     checkUpdate(update);
-    try {
-      // Matched, not modified: nedb counts every document it matched, and both engines must agree.
-      return (await this.model.updateMany(scoped(scope, filter), update).exec()).matchedCount;
-    } catch (err) {
-      return duplicate(this.name, err);
-    }
+    // Matched, not modified: the embedded store counts every document it matched, and both agree.
+    return this.run(async () => (await this.model.collection.updateMany(scoped(scope, filter), encodeUpdate(update) as Raw)).matchedCount);
   }
 
-  async delete(scope: Scope, filter: Filter): Promise<T | null> {
-    await this.indexed();
-    return this.model.findOneAndDelete(scoped(scope, filter), { projection: WITHOUT_ID }).lean<T>().exec();
+  delete(scope: Scope, filter: Filter): Promise<T | null> {
+    return this.run(async () => decodeDoc(await this.model.findOneAndDelete(scoped(scope, filter), { projection: WITHOUT_ID }).lean<T>().exec()));
   }
 
-  async deleteMany(scope: Scope, filter: Filter): Promise<number> {
-    await this.indexed();
-    return (await this.model.deleteMany(scoped(scope, filter)).exec()).deletedCount;
+  deleteMany(scope: Scope, filter: Filter): Promise<number> {
+    return this.run(async () => (await this.model.deleteMany(scoped(scope, filter)).exec()).deletedCount);
   }
 }
 

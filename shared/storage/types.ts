@@ -1,8 +1,7 @@
 /**
- * The one storage interface every service uses. Adapters: the embedded store (`@seald-io/nedb`,
- * files under DATA_DIR), MongoDB through mongoose (MONGO_URL), and a remote store that forwards
- * every operation to the node owning the embedded files (over the broker in a cluster, over a
- * unix socket for the CLI).
+ * The one storage interface every service uses. Adapters: the embedded store (SQLite through
+ * `node:sqlite`, one database file under DATA_DIR that every process on the machine opens) and
+ * MongoDB through mongoose (MONGO_URL).
  *
  * Tenancy is enforced by type: every query takes a `Scope`, either a tenant (organization, and
  * environment where the collection is per environment) that the adapter adds to the filter, or
@@ -32,8 +31,9 @@ export interface Doc {
 }
 
 /**
- * A MongoDB-style filter restricted to what both engines evaluate alike: equality on a field or a
- * dotted path, and the operators `$in`, `$nin`, `$ne`, `$lt`, `$lte`, `$gt`, `$gte`, `$exists`.
+ * A MongoDB-style filter restricted to what both engines evaluate alike: equality of a field or a
+ * dotted path with a scalar (a string, a finite number, a boolean; null also matches an absent
+ * field; an array field is not searched element by element), and the operators `$in`, `$nin`, `$ne`, `$lt`, `$lte`, `$gt`, `$gte`, `$exists`.
  */
 export type FilterValue =
   | string
@@ -74,12 +74,9 @@ export interface Update {
 }
 
 /**
- * An index both engines build. The embedded engine (nedb) removes and re-inserts an updated
- * document in every index of its collection, and removing is linear in the number of documents that
- * share the value: so a single-field index there must be selective (ids, timestamps), never a status
- * or a flag. To find the few documents in some state, give only those a field (a due time) and index
- * it sparse. Non-unique compound indexes serve MongoDB only (nedb's planner cannot use them for the
- * ranges and sorts the services run).
+ * An index both engines build: on SQLite, an index on the JSON fields it names (`id`, `org_id` and
+ * `environment` are real columns); a sparse one leaves out documents without its first field, so
+ * "the few documents in some state" (pending deliveries' `due_at`) are found by a small index.
  */
 export interface IndexSpec {
   fields: Record<string, 1 | -1>;

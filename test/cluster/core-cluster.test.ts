@@ -1,10 +1,8 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { api, expectError } from "../helpers/platform";
 import { clusterLogLevel, freePort, runCli, saveClusterLogs, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 
 /**
- * Four processes over a real nats-server: the store with keys and auth, orgs on its own, and two
+ * Four processes over a real nats-server, all on one SQLite file: keys and auth, orgs on its own, and two
  * gateways. Driven over HTTP only.
  */
 jest.setTimeout(90_000);
@@ -31,15 +29,14 @@ beforeAll(async () => {
   // A long rate window makes the cluster-wide limit exact to test; 100 per key in all.
   const common = { ...clusterLogLevel(), TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100", RATE_LIMIT_WINDOW_MS: "3600000" };
   const [p1, p2] = [await freePort(), await freePort()];
-  nodes.push(startNode("core", { ...common, SERVICES: "store,keys,auth" }));
+  nodes.push(startNode("core", { ...common, SERVICES: "keys,auth" }));
   orgsNode = startNode("orgs", { ...common, SERVICES: "orgs" });
   nodes.push(orgsNode);
   nodes.push(startNode("gw1", { ...common, SERVICES: "gateway", PORT: String(p1) }));
   nodes.push(startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2) }));
   g1 = `http://127.0.0.1:${p1}/v1`;
   g2 = `http://127.0.0.1:${p2}/v1`;
-  // The bootstrap CLI reaches the running store node's files through its socket.
-  await waitFor("the store socket", async () => existsSync(join(dir.path, "store.sock")));
+  // The bootstrap CLI opens the same database file as the running nodes.
   await waitFor("the bootstrap CLI", async () => {
     const out = runCli(["orgs", "create", "--name", "Cluster Co"], { DATA_DIR: dir.path });
     admin = out.api_keys.find((k) => k.environment === "live")!.key;

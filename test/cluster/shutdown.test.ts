@@ -47,7 +47,7 @@ it("a gateway stopped with SIGTERM under load answers every request it accepted;
   const ready = JSON.parse(/cluster ready (.*)/.exec(output)![1]) as { processes: { name: string; pid: number; port?: number }[] };
   const gateways = ready.processes.filter((p) => p.name.startsWith("gateway-"));
   expect(gateways.map((g) => g.name)).toEqual(["gateway-1", "gateway-2"]);
-  expect(ready.processes.map((p) => p.name)).toEqual(expect.arrayContaining(["store", "auth-1", "keys-1", "workflows-1", "webhook-dispatcher-1", "analytics-1"]));
+  expect(ready.processes.map((p) => p.name)).toEqual(expect.arrayContaining(["auth-1", "keys-1", "workflows-1", "webhook-dispatcher-1", "analytics-1"]));
 
   const admin = runCli(["orgs", "create", "--name", "Shut Co"], { DATA_DIR: dir.path }).api_keys[0];
   const urls = gateways.map((g) => `http://127.0.0.1:${g.port}/v1`);

@@ -1,11 +1,9 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { api } from "../helpers/platform";
 import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 import { startReceiver, type Received, type Receiver } from "../helpers/receiver";
 
 /**
- * Webhook delivery across real processes over a real nats-server: one node with the store, the API
+ * Webhook delivery across real processes over a real nats-server: one node with the API
  * and the webhooks service, and dispatcher nodes started and killed around it.
  */
 jest.setTimeout(120_000);
@@ -37,9 +35,8 @@ beforeAll(async () => {
     RATE_LIMIT_MAX: "100000",
   };
   const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "store,gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
+  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the store socket", async () => existsSync(join(dir.path, "store.sock")));
   await waitFor("the bootstrap CLI", async () => {
     admin = runCli(["orgs", "create", "--name", "Hooks Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
     return true;

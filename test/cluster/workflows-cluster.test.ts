@@ -1,11 +1,10 @@
-import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { join } from "node:path";
+
 import { api } from "../helpers/platform";
 import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
 
 /**
- * Durable runs across real processes over a real nats-server: one node with the store and the API,
+ * Durable runs across real processes over a real nats-server: one node with the API,
  * two workflows nodes, one of them killed with SIGKILL in the middle of a run's http step.
  */
 jest.setTimeout(120_000);
@@ -38,9 +37,8 @@ beforeAll(async () => {
   dir = tempDir();
   common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "100000" };
   const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "store,gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
+  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the store socket", async () => existsSync(join(dir.path, "store.sock")));
   await waitFor("the bootstrap CLI", async () => {
     admin = runCli(["orgs", "create", "--name", "Runs Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
     return true;

@@ -1,4 +1,33 @@
+import fc from "fast-check";
 import { ALL_TENANTS, type Collection, type Doc, type Store } from "../../shared/storage/types";
+
+/**
+ * Keys that mean something to some engine or to JavaScript, and characters that broke line- or
+ * C-string-based formats; generated keys and strings draw on them besides any Unicode.
+ */
+const SPECIAL_KEYS = ["", ".", "a.b", "$", "$x", "$$date", "$set", "__proto__", "constructor", "prototype", "toString", "_id", "id", "%", "%2E", "\u0000", "\u2028", "\u2029", "\u0085", "\ufeff"];
+const SPECIAL_CHARS = ["\u0000", "\u2028", "\u2029", "\u0085", "\n", "\r", "\"", "\\", "\ufeff", "\u{1F600}", "\t", "%"];
+const anyString = fc.oneof(
+  fc.string({ unit: "grapheme", maxLength: 12 }),
+  fc.array(fc.oneof(fc.constantFrom(...SPECIAL_CHARS), fc.string({ unit: "binary", maxLength: 3 }).filter((s) => s.isWellFormed())), { maxLength: 6 }).map((parts) => parts.join("")),
+);
+const anyKey = fc.oneof(fc.constantFrom(...SPECIAL_KEYS), anyString);
+/** Any JSON value a client can send (well-formed strings; finite numbers), a few levels deep. */
+export const anyJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small", maxDepth: 5 },
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)),
+    fc.constantFrom(Number.MAX_SAFE_INTEGER, Number.MIN_VALUE, 1e308, -1e-308, 0.1),
+    anyString,
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(anyKey, tie("value"), { maxKeys: 5, noNullPrototype: true }),
+  ),
+})).value;
+/** The value as JSON: equal texts mean equal values, keys in the same order, `__proto__` included. */
+const asJson = (value: unknown) => JSON.stringify(value);
 
 interface Item extends Doc {
   environment: "live" | "test";
@@ -174,6 +203,19 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect((await items.find(A, { slot: moved })).map((d) => d.id)).toEqual([other.id]);
     });
 
+    it("stores any JSON value and reads it back exactly, inserted or set by an update", async () => {
+      await fc.assert(
+        fc.asyncProperty(anyJson, anyJson, async (value, later) => {
+          const doc = await put({ payload: value } as Partial<Item>);
+          expect(asJson(await items.get(A, doc.id))).toBe(asJson(doc));
+          const updated = await items.update(A, { id: doc.id }, { $set: { payload: later }, $push: { tags: later as string } });
+          expect(asJson(updated)).toBe(asJson({ ...doc, payload: later, tags: [later] }));
+          expect(asJson(await items.get(A, doc.id))).toBe(asJson(updated));
+        }),
+        { numRuns: 150 },
+      );
+    });
+
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
       const doc = await put({ status: "queued" });
       const results = await Promise.all(
@@ -227,6 +269,17 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
         const again = sut.store.collection<Item>(name);
         expect(await again.find(A, {})).toEqual([{ ...doc, status: "changed" }]);
         await expect(again.insert({ id: uid(), ...A, name: "dup", slot: "s1" })).rejects.toMatchObject({ type: "resource_exists" });
+      });
+
+      it("reads every generated JSON value back exactly after a close and reopen", async () => {
+        const name = `values_${next()}`;
+        const values = fc.sample(anyJson, { numRuns: 300, seed: 15 });
+        const col = open(name);
+        const docs = await Promise.all(values.map((payload, i) => col.insert({ id: `v_${String(i).padStart(4, "0")}`, ...A, name: "v", payload } as Item)));
+        sut.store = await sut.reopen!();
+        const again = sut.store.collection<Item>(name);
+        const read = await again.find(A, {}, { sort: { id: 1 } });
+        expect(read.map(asJson)).toEqual(docs.map(asJson));
       });
     }
   });

@@ -8,7 +8,7 @@ import { api, expectError } from "../helpers/platform";
  * Revocation to a gateway that is serving while the core's registry does not list it: lost after
  * missed heartbeats (a starved process, a slow network), or not announced yet (Moleculer announces
  * a node about a second after its gateway starts listening; seen failing the core cluster test).
- * Brokers in this process, over a real nats-server: the core (store, keys, auth, orgs), two
+ * Brokers in this process, over a real nats-server: the core (keys, auth, orgs), two
  * gateways, and later a second auth node.
  */
 let nats: NatsServer;
@@ -32,7 +32,7 @@ const urlOf = (broker: ServiceBroker) => `http://127.0.0.1:${(broker.getLocalSer
 beforeAll(async () => {
   nats = await startNats();
   dir = tempDir();
-  core = node("core", "store,keys,auth,orgs");
+  core = node("core", "keys,auth,orgs");
   const gw1 = node("gw1", "gateway");
   gw2 = node("gw2", "gateway");
   await Promise.all([core.start(), gw1.start(), gw2.start()]);

@@ -1,36 +1,29 @@
-import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import Datastore from "@seald-io/nedb";
-import { ServiceBroker } from "moleculer";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import mongoose from "mongoose";
-import StoreService from "../../services/store/store.service";
 import { loadSettings } from "../../shared/config";
-import { bindSettings } from "../../shared/runtime";
-import { MsgpackrSerializer } from "../../shared/serializer";
-import { localEmbeddedStore, openStoreForBroker, openStoreForCli } from "../../shared/storage";
+import { openStore } from "../../shared/storage";
 import { MongooseStore } from "../../shared/storage/mongoose";
-import { NedbStore } from "../../shared/storage/nedb";
-import { RemoteStore } from "../../shared/storage/remote";
-import { serveSocket } from "../../shared/storage/socket";
+import { DATABASE_FILE, SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, type Doc } from "../../shared/storage/types";
-import { startNats } from "../../tools/nats";
 import { describeStoreContract, type StoreUnderTest } from "../helpers/store-contract";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "wfp-s-"));
 
 const ADAPTERS: [string, () => Promise<StoreUnderTest>, { persistent?: boolean }?][] = [
   [
-    "embedded (nedb)",
+    "embedded (SQLite)",
     async () => {
       const dir = tempDir();
-      let store = new NedbStore(dir);
+      let store = new SqliteStore(dir);
       return {
         store,
         async reopen() {
           await store.close();
-          store = new NedbStore(dir);
+          store = new SqliteStore(dir);
           return store;
         },
         async stop() {
@@ -41,58 +34,7 @@ const ADAPTERS: [string, () => Promise<StoreUnderTest>, { persistent?: boolean }
     },
     { persistent: true },
   ],
-  [
-    "remote over the unix socket, as the CLI reaches a running server",
-    async () => {
-      const dir = tempDir();
-      const owner = new NedbStore(dir);
-      const server = await serveSocket(owner, dir);
-      const store = await openStoreForCli(loadSettings({ DATA_DIR: dir }));
-      expect(store).toBeInstanceOf(RemoteStore);
-      return {
-        store,
-        async stop() {
-          await store.close();
-          await server?.close();
-          await owner.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  ],
 ];
-
-// nats-server comes from Debian's package (`npm test` installs it); without it this suite fails.
-{
-  ADAPTERS.push([
-    "remote over NATS to the store node",
-    async () => {
-      const dir = tempDir();
-      const nats = await startNats();
-      const node = (nodeID: string, services: string) => {
-        const broker = new ServiceBroker({ nodeID, transporter: { type: "NATS", options: { url: nats.url } }, serializer: new MsgpackrSerializer(), logger: false });
-        bindSettings(broker, loadSettings({ DATA_DIR: dir, TRANSPORTER: nats.url, SERVICES: services }));
-        return broker;
-      };
-      const owner = node("store-node", "store");
-      owner.createService(StoreService);
-      const client = node("keys-node", "keys");
-      await Promise.all([owner.start(), client.start()]);
-      const store = openStoreForBroker(loadSettings({ DATA_DIR: dir, TRANSPORTER: nats.url, SERVICES: "keys" }), client);
-      expect(store).toBeInstanceOf(RemoteStore);
-      return {
-        store,
-        async stop() {
-          await store.close();
-          await client.stop();
-          await owner.stop();
-          await nats.stop();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  ]);
-}
 
 // No MongoDB server can run on this machine; wherever MONGO_URL points to one, it is tested too.
 const mongoUrl = process.env.MONGO_URL;
@@ -102,9 +44,14 @@ if (mongoUrl) {
     async () => {
       const url = new URL(mongoUrl);
       url.pathname = `/wfp_contract_${process.pid}_${Date.now()}`;
-      const store = new MongooseStore(url.toString());
+      let store = new MongooseStore(url.toString());
       return {
         store,
+        async reopen() {
+          await store.close();
+          store = new MongooseStore(url.toString());
+          return store;
+        },
         async stop() {
           await store.close();
           const conn = await mongoose.createConnection(url.toString()).asPromise();
@@ -113,6 +60,7 @@ if (mongoUrl) {
         },
       };
     },
+    { persistent: true },
   ]);
 }
 
@@ -121,32 +69,159 @@ for (const [name, make, opts] of ADAPTERS) describeStoreContract(name, make, opt
 interface Note extends Doc {
   text: string;
 }
+interface Job extends Doc {
+  status: "due" | "claimed";
+  by?: string;
+}
 const A = { org_id: "org_a", environment: "live" } as const;
 
-describe("the embedded store's lock", () => {
-  let dir: string;
-  beforeEach(() => {
-    dir = tempDir();
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  it("refuses a DATA_DIR held by another live process, naming it", async () => {
-    const other = spawn("sleep", ["30"], { stdio: "ignore" });
-    try {
-      writeFileSync(join(dir, "store.lock"), `${other.pid}\n`);
-      expect(() => new NedbStore(dir)).toThrow(`is in use by process ${other.pid}`);
-    } finally {
-      other.kill("SIGKILL");
+/**
+ * Another process on the same database file, through the built adapter (`npm test` builds first).
+ * It reads commands as JSON lines on stdin and answers each with a JSON line.
+ */
+const CHILD = `
+const { SqliteStore } = require(${JSON.stringify(resolve("dist/shared/storage/sqlite.js"))});
+const { DatabaseSync } = require("node:sqlite");
+const store = new SqliteStore(process.argv[1]);
+const jobs = store.collection("jobs");
+const notes = store.collection("notes");
+const A = { org_id: "org_a", environment: "live" };
+require("node:readline").createInterface({ input: process.stdin }).on("line", async (line) => {
+  const cmd = JSON.parse(line);
+  let out;
+  if (cmd.op === "claimAll") {
+    const won = [];
+    for (;;) {
+      const job = await jobs.update(A, { status: "due" }, { $set: { status: "claimed", by: "child" } }, { sort: { id: 1 } });
+      if (!job) break;
+      won.push(job.id);
     }
+    out = won;
+  } else if (cmd.op === "insertNotes") {
+    await Promise.all(cmd.ids.map((id) => notes.insert({ id, ...A, text: "from the child" })));
+    out = cmd.ids.length;
+  } else if (cmd.op === "holdLock") {
+    // A second connection holds the write lock for a while, as a long transaction elsewhere would.
+    const other = new DatabaseSync(store.file, { timeout: 5000 });
+    other.exec("BEGIN IMMEDIATE");
+    process.stdout.write(JSON.stringify({ holding: true }) + "\\n");
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, cmd.ms);
+    other.exec("COMMIT");
+    other.close();
+    out = "released";
+  }
+  process.stdout.write(JSON.stringify({ out }) + "\\n");
+});
+process.stdout.write(JSON.stringify({ ready: true }) + "\\n");
+`;
+
+class Child {
+  readonly proc: ChildProcess;
+  private readonly lines: string[] = [];
+  private waiting: ((line: string) => void) | undefined;
+
+  constructor(dir: string) {
+    this.proc = spawn(process.execPath, ["-e", CHILD, dir], { stdio: ["pipe", "pipe", "inherit"] });
+    createInterface({ input: this.proc.stdout! }).on("line", (line) => {
+      if (this.waiting) {
+        const w = this.waiting;
+        this.waiting = undefined;
+        w(line);
+      } else this.lines.push(line);
+    });
+  }
+
+  next(): Promise<Record<string, unknown>> {
+    const line = this.lines.shift();
+    if (line !== undefined) return Promise.resolve(JSON.parse(line));
+    return new Promise((ok) => (this.waiting = (l) => ok(JSON.parse(l))));
+  }
+
+  send(cmd: object): void {
+    this.proc.stdin!.write(`${JSON.stringify(cmd)}\n`);
+  }
+
+  kill(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return Promise.resolve();
+    return new Promise((done) => {
+      this.proc.once("exit", () => done());
+      this.proc.kill("SIGKILL");
+    });
+  }
+}
+
+describe("the embedded store's file, shared by processes", () => {
+  let dir: string;
+  let store: SqliteStore;
+  let child: Child;
+  beforeEach(async () => {
+    dir = tempDir();
+    store = new SqliteStore(dir);
+    child = new Child(dir);
+    expect(await child.next()).toEqual({ ready: true });
+  });
+  afterEach(async () => {
+    await child.kill();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
-  it("takes over the lock of a process that is gone, and releases it on close", async () => {
-    writeFileSync(join(dir, "store.lock"), "999999999\n");
-    const store = new NedbStore(dir);
-    expect(() => new NedbStore(dir)).toThrow(/already open in this process/);
-    await store.close();
-    expect(existsSync(join(dir, "store.lock"))).toBe(false);
-    await new NedbStore(dir).close();
+  it("is one file under DATA_DIR that only its owner can read", () => {
+    expect(statSync(join(dir, DATABASE_FILE)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, `${DATABASE_FILE}-wal`)).mode & 0o777).toBe(0o600);
+  });
+
+  it("hands 300 jobs to two processes claiming at once, each job to exactly one", async () => {
+    const jobs = store.collection<Job>("jobs");
+    const ids = Array.from({ length: 300 }, (_, i) => `job_${String(i).padStart(4, "0")}`);
+    await Promise.all(ids.map((id) => jobs.insert({ id, ...A, status: "due" })));
+    child.send({ op: "claimAll" });
+    const mine: string[] = [];
+    for (;;) {
+      const job = await jobs.update(A, { status: "due" }, { $set: { status: "claimed", by: "parent" } }, { sort: { id: 1 } });
+      if (!job) break;
+      mine.push(job.id);
+    }
+    const theirs = (await child.next()).out as string[];
+    expect([...mine, ...theirs].sort()).toEqual(ids);
+    expect(await jobs.count(A, { by: "parent" })).toBe(mine.length);
+    expect(await jobs.count(A, { by: "child" })).toBe(theirs.length);
+  });
+
+  it("keeps every write a process acknowledged when it is killed right after", async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `n_${i}`);
+    child.send({ op: "insertNotes", ids });
+    expect((await child.next()).out).toBe(200);
+    await child.kill();
+    const notes = store.collection<Note>("notes");
+    expect(await notes.count(A, {})).toBe(200);
+    expect(await notes.get(A, "n_199")).toEqual({ id: "n_199", ...A, text: "from the child" });
+  });
+
+  it("never blocks its event loop on another process's write lock, and writes once it is free", async () => {
+    const notes = store.collection<Note>("notes");
+    await notes.insert({ id: "before", ...A, text: "x" });
+    child.send({ op: "holdLock", ms: 600 });
+    expect(await child.next()).toEqual({ holding: true });
+    let last = performance.now();
+    let worstGap = 0;
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      worstGap = Math.max(worstGap, now - last);
+      last = now;
+    }, 5);
+    try {
+      const writes = Array.from({ length: 20 }, (_, i) => notes.insert({ id: `during_${i}`, ...A, text: "waited" }));
+      // Reads are not held up by a writer (WAL).
+      expect(await notes.get(A, "before")).toMatchObject({ text: "x" });
+      await Promise.all(writes);
+      expect((await child.next()).out).toBe("released");
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(await notes.count(A, {})).toBe(21);
+    // The lock was held for 600 ms; no turn of this process's loop waited for it.
+    expect(worstGap).toBeLessThan(150);
   });
 });
 
@@ -157,88 +232,16 @@ describe("the store's wiring", () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("shares one embedded store per DATA_DIR between brokers, until the last handle closes", async () => {
+  it("shares one embedded store per DATA_DIR between brokers of a process, until the last handle closes", async () => {
     const settings = loadSettings({ DATA_DIR: dir });
-    const first = openStoreForBroker(settings, new ServiceBroker({ logger: false }));
-    const second = openStoreForBroker(settings, new ServiceBroker({ logger: false }));
+    const first = openStore(settings);
+    const second = openStore(settings);
     await first.collection<Note>("notes").insert({ id: "n1", ...A, text: "hi" });
     await first.close();
     expect(await second.collection<Note>("notes").get(A, "n1")).toMatchObject({ text: "hi" });
     await second.close();
-    // Released: the files can be opened (and locked) again.
-    await new NedbStore(dir).close();
-  });
-
-  it("serves the CLI through DATA_DIR/store.sock while the store service runs, and hands the files over when it stops", async () => {
-    const broker = new ServiceBroker({ logger: false });
-    bindSettings(broker, loadSettings({ DATA_DIR: dir, SERVICES: "store" }));
-    broker.createService(StoreService);
-    await broker.start();
-    const server = localEmbeddedStore(dir);
-    try {
-      const cli = await openStoreForCli(loadSettings({ DATA_DIR: dir }));
-      expect(cli).toBeInstanceOf(RemoteStore);
-      await cli.collection<Note>("notes").insert({ id: "n1", ...A, text: "from the cli" });
-      await cli.close();
-      expect(await server.collection<Note>("notes").get(A, "n1")).toMatchObject({ text: "from the cli" });
-    } finally {
-      await server.close();
-      await broker.stop();
-    }
-    expect(existsSync(join(dir, "store.sock"))).toBe(false);
-    const direct = await openStoreForCli(loadSettings({ DATA_DIR: dir }));
-    expect(direct).toBeInstanceOf(NedbStore);
-    expect(await direct.collection<Note>("notes").count(ALL_TENANTS, {})).toBe(1);
-    await direct.close();
-  });
-
-  it("opens the files when a dead owner left its socket behind", async () => {
-    writeFileSync(join(dir, "store.sock"), "");
-    const store = await openStoreForCli(loadSettings({ DATA_DIR: dir }));
-    expect(store).toBeInstanceOf(NedbStore);
-    await store.close();
-  });
-
-  it("runs without the socket where DATA_DIR's path is too long for one", async () => {
-    const deep = join(dir, "d".repeat(120));
-    mkdirSync(deep);
-    const broker = new ServiceBroker({ logger: false });
-    bindSettings(broker, loadSettings({ DATA_DIR: deep, SERVICES: "store" }));
-    broker.createService(StoreService);
-    await broker.start();
-    expect(existsSync(join(deep, "store.sock"))).toBe(false);
-    await broker.stop();
-  });
-});
-
-describe("embedded store durability (group commit)", () => {
-  it("has every acknowledged write in its file before answering, without a close", async () => {
-    const dir = tempDir();
-    const store = new NedbStore(dir);
-    try {
-      const col = store.collection<Doc & { n: number }>("durable", [{ fields: { n: 1 }, unique: true }]);
-      const tenant = { org_id: "org_a" };
-      await Promise.all(Array.from({ length: 50 }, (_, i) => col.insert({ id: `d_${i}`, org_id: "org_a", n: i })));
-      await col.update(tenant, { id: "d_1" }, { $set: { n: 1001 } });
-      await col.updateMany(tenant, { n: { $lt: 5 } }, { $inc: { n: 100 } });
-      await col.delete(tenant, { id: "d_2" });
-      await col.deleteMany(tenant, { n: { $gte: 40, $lt: 45 } });
-      // What a crash right now would leave: the file as it is, read by a fresh nedb.
-      const copy = tempDir();
-      copyFileSync(join(dir, "durable.db"), join(copy, "durable.db"));
-      const reread = new Datastore({ filename: join(copy, "durable.db") });
-      await reread.loadDatabaseAsync();
-      const docs = (await reread.findAsync({})) as unknown as { _id: string; n: number }[];
-      const byId = new Map(docs.map((d) => [d._id, d.n]));
-      expect(docs).toHaveLength(50 - 1 - 5);
-      expect(byId.get("d_1")).toBe(1001);
-      expect(byId.get("d_0")).toBe(100);
-      expect(byId.has("d_2")).toBe(false);
-      expect(byId.has("d_42")).toBe(false);
-      rmSync(copy, { recursive: true, force: true });
-    } finally {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const again = new SqliteStore(dir);
+    expect(await again.collection<Note>("notes").count(ALL_TENANTS, {})).toBe(1);
+    await again.close();
   });
 });
