@@ -4,7 +4,7 @@
  *   single    — the whole platform in one process (`npm start`)
  *   trivial   — the reference for the cluster: a moleculer-web alias calling a trivial action on
  *               another node over NATS (bench/trivial-route.ts), no key and no store
- *   cluster   — gateway and keys (with store, auth, orgs) in separate processes over NATS
+ *   cluster   — gateway and keys (with auth, orgs) in separate processes over NATS, one SQLite file
  * Prints requests/s, p50/p99 latency, peak RSS of the serving processes, and the ratio to bare.
  * Then the revocation race: time from DELETE on one gateway to the first 401 on another.
  *
@@ -14,7 +14,7 @@
  *   npm run build && node dist/bench/core.js        (BENCH_SECONDS=10 BENCH_CONNECTIONS=20 BENCH_MANY_CONNECTIONS=100 BENCH_REVOCATIONS=200)
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
       const port = await freePort();
       const node = startNode("single", { ...NO_LIMIT, DATA_DIR: dir, PORT: String(port) });
       cleanups.push(() => node.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+      await waitFor("the single process to listen", async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
       const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
       const base = `http://127.0.0.1:${port}/v1`;
       const made = await benchKey(base, admin);
@@ -142,12 +142,11 @@ async function main(): Promise<void> {
       const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
       cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
       const common = { ...NO_LIMIT, TRANSPORTER: nats.url, DATA_DIR: dir };
-      const core = startNode("core", { ...common, SERVICES: "store,keys,auth,orgs" });
+      const core = startNode("core", { ...common, SERVICES: "keys,auth,orgs" });
       const [p1, p2] = [await freePort(), await freePort()];
       const gw1 = startNode("gw1", { ...common, SERVICES: "gateway", PORT: String(p1) });
       const gw2 = startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2) });
       for (const p of [core, gw1, gw2]) cleanups.push(() => p.kill("SIGKILL"));
-      await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
       const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
       const g1 = `http://127.0.0.1:${p1}/v1`;
       const g2 = `http://127.0.0.1:${p2}/v1`;

@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -166,7 +166,7 @@ export class Teardown {
 
 /**
  * A platform node with the embedded store (and the gateway, on a free port) on a fresh data
- * directory, on `nats` when given; resolves once the store answers. `env` is what the mode's
+ * directory, on `nats` when given; resolves once its gateway answers. `env` is what the mode's
  * other nodes share (data directory, transporter, port).
  */
 export async function storeNode(t: Teardown, name: string, common: Record<string, string>, services: string | undefined, nats?: NatsServer) {
@@ -176,7 +176,7 @@ export async function storeNode(t: Teardown, name: string, common: Record<string
   const env = { ...common, DATA_DIR: dir, PORT: String(port), ...(nats && { TRANSPORTER: nats.url }) };
   const node = startNode(name, { ...env, ...(services && { SERVICES: services }) });
   t.add(() => node.kill("SIGKILL"));
-  await waitFor("the store socket", () => existsSync(join(dir, "store.sock")));
+  await waitFor(`${name} to listen`, async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
   return { dir, env, node, base: `http://127.0.0.1:${port}/v1` };
 }
 

@@ -2,7 +2,7 @@
  * Workflow runs of a one-step workflow (an `http` GET to a local receiver, a process of its own),
  * against a bare loop that only makes such requests, in one run:
  *   single    — the whole platform in one process
- *   cluster   — the API node (store, gateway, auth, keys, orgs, events, webhooks) and one
+ *   cluster   — the API node (gateway, auth, keys, orgs, events, webhooks) and one
  *               workflows node, over NATS
  * For each mode:
  *   saturated — runs started/s while clients start them as fast as they can, and runs executed/s
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     });
 
     await t.scope(async () => {
-      const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, "store,gateway,auth,keys,orgs,events,webhooks", await natsFor(t));
+      const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, "gateway,auth,keys,orgs,events,webhooks", await natsFor(t));
       const workflowsNode = startNode("workflows", { ...env, SERVICES: "workflows" });
       t.add(() => workflowsNode.kill("SIGKILL"));
       figures.push(await measure("cluster (api | workflows, NATS)", rx, dir, base, [apiNode, workflowsNode]));

@@ -4,8 +4,8 @@
  *   bare      — a loop that only signs and POSTs event bodies (keep-alive, 32 in flight: what one
  *               webhook gets from a dispatcher); nothing stored
  *   single    — the whole platform in one process (`npm start`)
- *   cluster   — the API node (store, gateway, auth, keys, orgs, events, webhooks) and one
- *               webhook-dispatcher node, over NATS
+ *   cluster   — the API node (gateway, auth, keys, orgs, events, webhooks) and two
+ *               webhook-dispatcher nodes, over NATS, all on the same SQLite file
  * For each platform mode:
  *   drain     — deliveries/s: a backlog of BENCH_EVENTS events stored while no dispatcher ran,
  *               sent when one starts (every delivery stored, leased, signed, POSTed and logged)
@@ -25,7 +25,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const IN_FLIGHT = 32;
 const COMMON = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
-const API_SERVICES = "store,gateway,auth,keys,orgs,events,webhooks";
+const API_SERVICES = "gateway,auth,keys,orgs,events,webhooks";
 
 interface ModeFigures {
   name: string;
@@ -127,10 +127,10 @@ async function main(): Promise<void> {
     await t.scope(async () => {
       const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, API_SERVICES, await natsFor(t));
       figures.push(
-        await measure("cluster (api | dispatcher, NATS)", rx, dir, base, async () => {
-          const dispatcher = startNode("dispatcher", { ...env, SERVICES: "webhook-dispatcher" });
-          t.add(() => dispatcher.kill("SIGKILL"));
-          return [apiNode, dispatcher];
+        await measure("cluster (api | 2 dispatchers, NATS)", rx, dir, base, async () => {
+          const dispatchers = ["d1", "d2"].map((name) => startNode(name, { ...env, SERVICES: "webhook-dispatcher" }));
+          for (const d of dispatchers) t.add(() => d.kill("SIGKILL"));
+          return [apiNode, ...dispatchers];
         }),
       );
     });
