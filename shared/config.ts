@@ -33,6 +33,7 @@ export const SETTING_NAMES = [
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
   "WORKFLOW_RETRY_BASE_MS",
   "USAGE_RETENTION_DAYS",
+  "EVENT_RETENTION_DAYS",
   "METRICS_PORT",
 ] as const;
 
@@ -53,6 +54,8 @@ export interface Settings {
   webhookAllowPrivateTargets: boolean;
   workflowRetryBaseMs: number;
   usageRetentionDays: number;
+  /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/retention.ts). */
+  eventRetentionDays: number;
   /** Prometheus metrics on this port (`/metrics`); unset: off. */
   metricsPort: number | undefined;
 }
@@ -134,6 +137,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
+    eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
   };
 }

@@ -51,7 +51,9 @@ export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: 
 
 export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
   return store.collection<DeliveryDoc>("webhook_deliveries", [
-    { fields: { webhook_id: 1, event_id: 1 }, unique: true },
+    // One delivery per (event, webhook); event first, so retention finds an event's pending
+    // deliveries through it (see services/events).
+    { fields: { event_id: 1, webhook_id: 1 }, unique: true },
     { fields: { org_id: 1, webhook_id: 1, id: -1 } },
     { fields: { status: 1, due_at: 1 } },
     // The embedded store's claim index (it cannot use the compound one for a range): only pending

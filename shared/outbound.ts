@@ -25,7 +25,8 @@ export interface OutboundRequest {
 }
 
 export type OutboundResult =
-  | { answered: true; status: number; contentType: string; text: string; ms: number }
+  /** `bytes`: the body's whole length, `text` its first `keep` bytes (counted only when `keep` > 0). */
+  | { answered: true; status: number; contentType: string; text: string; bytes: number; ms: number }
   | { answered: false; error: string; ms: number };
 
 export async function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
@@ -44,9 +45,9 @@ export async function outbound(agent: Agent, url: string, req: OutboundRequest):
       bodyTimeout: req.timeoutMs,
     });
     let text = "";
+    let size = 0;
     if (req.keep > 0) {
       const chunks: Buffer[] = [];
-      let size = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         if (size < req.keep) chunks.push(chunk.subarray(0, req.keep - size));
         size += chunk.length;
@@ -55,7 +56,7 @@ export async function outbound(agent: Agent, url: string, req: OutboundRequest):
     } else {
       await res.body.dump({ limit: 64 * 1024 });
     }
-    return { answered: true, status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text, ms: ms() };
+    return { answered: true, status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text, bytes: size, ms: ms() };
   } catch (err) {
     return { answered: false, error: describeFailure(err, abort.signal.aborted, req.timeoutMs), ms: ms() };
   } finally {

@@ -1,11 +1,14 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
 import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView, type NewEvent } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { newestFirst, skipOf, type ListResult } from "../../shared/pagination";
+import { FINISHED_RUN_STATUSES, firstIdAt, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl, type RunRef } from "../../shared/retention";
+import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Doc, Filter, Store } from "../../shared/storage/types";
+import { ALL_TENANTS, type Collection, type Doc, type Filter, type Store } from "../../shared/storage/types";
 import { checkEmittable } from "./events.logic";
 import {
   emitParams,
@@ -31,9 +34,15 @@ interface EventsVars {
   types: Collection<TypeDoc>;
   /** Custom types already in the catalogue, so most emits skip that write. */
   knownTypes: Set<string>;
+  /** Read only, to keep the events a pending delivery or an unfinished run still refers to. */
+  deliveries: Collection<DeliveryDoc>;
+  runs: Collection<RunRef>;
+  pruner: Pruner;
 }
 interface EventsMethods {
   noteType(event: EventDoc): Promise<void>;
+  /** Deletes the events older than EVENT_RETENTION_DAYS (as of `now`) that nothing still needs. */
+  pruneEvents(now: number, control: PruneControl): Promise<number>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -95,6 +104,16 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
         return eventView(await recordEvent(this.events, this.broker, ctx.params));
       },
     },
+
+    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many events went. */
+    prune: {
+      visibility: "public",
+      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
+      handler(ctx: Context<{ now?: number }>): Promise<number> {
+        const now = ctx.params.now;
+        return now === undefined ? this.pruner.run() : this.pruneEvents(now, {});
+      },
+    },
   },
 
   methods: {
@@ -109,12 +128,45 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       if (this.knownTypes.size > 100_000) this.knownTypes.clear();
       this.knownTypes.add(id);
     },
+
+    pruneEvents(now, control) {
+      const days = settingsOf(this.broker).eventRetentionDays;
+      return prune(
+        {
+          collection: this.events,
+          field: "id",
+          before: firstIdAt("evt", retentionCutoff(days, now)),
+          // Not yet fanned out or not yet looked at for triggers: a service still has to handle it.
+          removable: { undispatched_since: { $exists: false }, untriggered_since: { $exists: false } },
+          // A pending delivery still sends the event; an unfinished run started from it is kept with it.
+          stillNeeded: async (range) => {
+            const [pending, unfinished] = await Promise.all([
+              this.deliveries.find(ALL_TENANTS, { event_id: range, status: "pending" }),
+              this.runs.find(ALL_TENANTS, { "trigger.event_id": range, status: { $nin: [...FINISHED_RUN_STATUSES] } }),
+            ]);
+            return [...new Set([...pending.map((d) => d.event_id), ...unfinished.map((r) => String(r.trigger.event_id))])];
+          },
+        },
+        control,
+      );
+    },
   },
 
   created() {
     this.events = eventsCollection(this.store);
     this.types = this.store.collection<TypeDoc>("event_types", [{ fields: { org_id: 1, environment: 1, type: 1 } }]);
     this.knownTypes = new Set();
+    this.deliveries = deliveriesCollection(this.store);
+    this.runs = this.store.collection<RunRef>(RUNS_COLLECTION, RUN_RETENTION_INDEXES);
+    this.pruner = new Pruner("events", (control) => this.pruneEvents(Date.now(), control), this.logger);
+  },
+
+  started() {
+    this.pruner.start();
+  },
+
+  async stopped() {
+    await this.pruner.stop();
   },
 };
 

@@ -4,6 +4,7 @@ import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } fr
 import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
+import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -52,6 +53,7 @@ interface DispatcherVars {
   stopping: boolean;
   timers: Set<NodeJS.Timeout>;
   poller: NodeJS.Timeout | undefined;
+  pruner: Pruner;
 }
 interface DispatcherMethods {
   leaseMs(): number;
@@ -62,6 +64,8 @@ interface DispatcherMethods {
   claim(id?: string): Promise<boolean>;
   poll(): Promise<void>;
   later(fn: () => void, ms: number): void;
+  /** Deletes the settled deliveries created more than EVENT_RETENTION_DAYS before `now`. */
+  pruneDeliveries(now: number, control: PruneControl): Promise<number>;
 }
 
 /**
@@ -85,6 +89,18 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     [DELIVERY_DUE]: {
       handler(ctx: Context<{ id: string }>) {
         void this.claim(ctx.params.id);
+      },
+    },
+  },
+
+  actions: {
+    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many deliveries went. */
+    prune: {
+      visibility: "public",
+      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
+      handler(ctx: Context<{ now?: number }>): Promise<number> {
+        const now = ctx.params.now;
+        return now === undefined ? this.pruner.run() : this.pruneDeliveries(now, {});
       },
     },
   },
@@ -146,7 +162,12 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       let payload = job.payload;
       if (!payload) {
         const event = await this.events.get({ org_id: delivery.org_id, environment: delivery.environment }, delivery.event_id);
-        if (!event) return this.settle(job, null, "failed");
+        if (!event) {
+          // Gone with retention (a redelivery of a delivery that outlived its event).
+          const at = new Date().toISOString();
+          const gone = "not sent: the event is no longer stored (events are kept EVENT_RETENTION_DAYS days)";
+          return this.settle(job, { number: delivery.attempts.length + 1, at, status_code: null, duration_ms: 0, error: gone }, "failed");
+        }
         payload = payloadOf(event);
       }
       const body = JSON.stringify(payload);
@@ -226,6 +247,15 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       timer.unref();
       this.timers.add(timer);
     },
+
+    pruneDeliveries(now, control) {
+      const days = settingsOf(this.broker).eventRetentionDays;
+      // By creation (ids sort by time); a pending delivery (retrying, or redelivered) stays until it settles.
+      return prune(
+        { collection: this.deliveries, field: "id", before: firstIdAt("del", retentionCutoff(days, now)), removable: { status: { $in: ["succeeded", "failed"] } } },
+        control,
+      );
+    },
   },
 
   created() {
@@ -242,12 +272,14 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();
+    this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
   },
 
   started() {
     this.poller = setInterval(() => void this.poll(), POLL_MS);
     this.poller.unref();
     void this.poll();
+    this.pruner.start();
   },
 
   /** Finishes the attempts in flight; hands queued ones back to the store for other nodes. */
@@ -256,6 +288,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.stopping = true;
     this.consumer.stop();
     clearInterval(this.poller);
+    const pruning = this.pruner.stop();
     for (const timer of this.timers) clearTimeout(timer);
     const queued = this.lanes.takeQueued();
     await Promise.all(
@@ -265,6 +298,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     );
     await this.lanes.idle();
     await this.sender.close();
+    await pruning;
   },
 };
 

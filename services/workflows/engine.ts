@@ -8,6 +8,7 @@ import { checkTargetUrl } from "../../shared/net-guard";
 import { outbound, outboundAgent } from "../../shared/outbound";
 import { ALL_TENANTS, type Collection, type Update } from "../../shared/storage/types";
 import { finish, render, retryDelay, scopeOf, TERMINAL, type OutboxEvent, type RunDoc, type RunStep } from "./runs.logic";
+import { boundedOutput, cutAnswer, outputsBytes, TemplateError } from "./outputs";
 import type { HttpStep, Step } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
@@ -184,7 +185,14 @@ export class RunEngine {
         await this.save(run, {}, { dueAt: null });
         return;
       }
-      run = await this.advance(run, step, state, Date.now());
+      const current = run;
+      try {
+        run = await this.advance(current, step, state, Date.now());
+      } catch (err) {
+        // A template that cannot be filled (it reads a truncated output): the step fails, for good.
+        if (!(err instanceof TemplateError)) throw err;
+        run = await this.save(current, finish(current, "failed", iso(Date.now()), "failed", err.message));
+      }
     }
   }
 
@@ -240,6 +248,8 @@ export class RunEngine {
           return this.save(run, { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) });
         }
         const result = await this.call(step, run);
+        // Within the step's and the run's bounds on stored outputs (see outputs.ts).
+        result.output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
         const attempts = state.attempts + 1;
         const done = iso(Date.now());
         if (result.ok) {
@@ -275,7 +285,9 @@ export class RunEngine {
     const res = await outbound(this.agent, url, { method: step.method, headers: lower, body, timeoutMs: step.timeout_ms, keep: ANSWER_LIMIT });
     if (!res.answered) return { ok: false, output: null, error: res.error };
     let parsed: unknown = res.text;
-    if (res.contentType.includes("json")) {
+    // Longer than what is read of it: not kept, the output says so (outputs.ts).
+    const cut = res.bytes > ANSWER_LIMIT;
+    if (!cut && res.contentType.includes("json")) {
       try {
         parsed = JSON.parse(res.text);
       } catch {
@@ -283,6 +295,6 @@ export class RunEngine {
       }
     }
     const ok = res.status >= 200 && res.status < 300;
-    return { ok, output: { status_code: res.status, body: parsed }, error: ok ? null : `the server answered ${res.status}` };
+    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error: ok ? null : `the server answered ${res.status}` };
   }
 }

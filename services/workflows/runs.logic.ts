@@ -1,5 +1,6 @@
 import { newId } from "../../shared/ids";
 import type { Doc, Environment } from "../../shared/storage/types";
+import { checkReadable } from "./outputs";
 import type { Step, WorkflowDoc } from "./workflows.logic";
 
 /**
@@ -142,9 +143,12 @@ export function scopeOf(run: RunDoc): TemplateScope {
 
 function lookup(scope: TemplateScope, expression: string): unknown {
   let value: unknown = scope;
-  for (const part of expression.trim().split(".")) {
+  const parts = expression.trim().split(".");
+  for (const [i, part] of parts.entries()) {
     if (value === null || typeof value !== "object") return undefined;
     value = (value as Record<string, unknown>)[part];
+    // A truncated output (outputs.ts) cannot be read into: throws TemplateError.
+    if (i === 2 && parts[0] === "steps") checkReadable(value, parts[1], parts.slice(3), expression);
   }
   return value;
 }

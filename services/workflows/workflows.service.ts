@@ -5,6 +5,7 @@ import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
+import { FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
@@ -42,6 +43,7 @@ interface WorkflowsVars {
   engine: RunEngine;
   consumer: EventConsumer;
   sweeper: NodeJS.Timeout | undefined;
+  pruner: Pruner;
 }
 interface WorkflowsMethods {
   checkedSteps(steps: unknown, tenant: Required<Tenant>): Promise<Step[]>;
@@ -50,6 +52,8 @@ interface WorkflowsMethods {
   decide(tenant: Required<Tenant>, params: RunParams, kind: "cancel" | "approve" | "reject"): Promise<RunView>;
   /** Starts the runs one tenant's events trigger; answers the events not done. */
   trigger(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
+  /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
+  pruneRuns(now: number, control: PruneControl): Promise<number>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -186,6 +190,16 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
     rejectRun: decision("reject"),
 
+    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many runs went. */
+    prune: {
+      visibility: "public",
+      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
+      handler(ctx: Context<{ now?: number }>): Promise<number> {
+        const now = ctx.params.now;
+        return now === undefined ? this.pruner.run() : this.pruneRuns(now, {});
+      },
+    },
+
     /** DELETE /workflows/{id} — workflows:write */
     remove: {
       params: idParams,
@@ -285,6 +299,13 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       return incomplete;
     },
 
+    pruneRuns(now, control) {
+      const days = settingsOf(this.broker).eventRetentionDays;
+      // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
+      const before = new Date(retentionCutoff(days, now)).toISOString();
+      return prune({ collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } }, control);
+    },
+
     checkedSteps(steps, tenant) {
       return checkSteps(steps, { allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets, environment: tenant.environment });
     },
@@ -296,11 +317,12 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       { fields: { org_id: 1, environment: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1 } },
     ]);
-    this.runs = this.store.collection<RunDoc>("workflow_runs", [
+    this.runs = this.store.collection<RunDoc>(RUNS_COLLECTION, [
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
       // Only runs the engine has work on carry `due_at`: the claim index stays small.
       { fields: { due_at: 1 }, sparse: true },
+      ...RUN_RETENTION_INDEXES,
     ]);
     this.events = eventsCollection(this.store);
     this.engine = new RunEngine({
@@ -313,19 +335,21 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       maxActive: MAX_ACTIVE_RUNS,
     });
     this.consumer = new EventConsumer(this.events, "untriggered_since", (tenant, events) => this.trigger(tenant, events), this.logger);
+    this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
   },
 
   started() {
     this.engine.start();
     this.sweeper = setInterval(() => void this.consumer.sweep(), SWEEP_MS);
     this.sweeper.unref();
+    this.pruner.start();
   },
 
   /** Finishes the steps in flight and hands their runs back for any node to go on. */
   async stopped() {
     clearInterval(this.sweeper);
     this.consumer.stop();
-    await this.engine.stop();
+    await Promise.all([this.engine.stop(), this.pruner.stop()]);
   },
 };
 
