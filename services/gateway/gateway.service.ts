@@ -3,7 +3,8 @@ import { parse as parseQuery } from "node:querystring";
 import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import type { CallMeta, Caller } from "../../shared/context";
-import { ApiError, ERROR_CODES } from "../../shared/errors";
+import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
+import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
 import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
@@ -60,6 +61,8 @@ interface GatewayVars {
   accessLog: boolean;
   timers: NodeJS.Timeout[];
   dashboard: ReturnType<typeof dashboardServer>;
+  /** Failed store probes of /ready, logged once per kind of failure. */
+  storeProbe: FailureLog;
 }
 interface GatewayMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
@@ -72,8 +75,13 @@ interface GatewayMethods {
   renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
   countGateways(): void;
   flushUsage(): Promise<void>;
-  /** `GET /ready`: 200 while the broker, the store and the auth service answer (naming any other service with no node); else 503. */
+  /**
+   * `GET /ready`: 200 while the broker is connected, the store takes a write (a probe, within 1 s)
+   * and the auth service answers (naming any other service with no node); else 503.
+   */
   readiness(): Promise<{ status: number; body: unknown }>;
+  /** The store probe's verdict: "ok", or "unavailable: <why>" (the disk is full, no answer within 1 s, …). */
+  probeStore(): Promise<string>;
   /** Sends the meter's batches to the analytics service, oldest first, until one is refused. */
   flushMeter(): Promise<void>;
 }
@@ -328,22 +336,40 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       );
       const services = Object.fromEntries(SERVICE_NAMES.map((name) => [name, available.has(name)]));
       const started = Date.now();
-      const store = await Promise.race([
-        this.idempotency.ping().then(
-          () => true,
-          () => false,
-        ),
-        new Promise<boolean>((ok) => setTimeout(() => ok(false), READY_STORE_TIMEOUT_MS).unref()),
-      ]);
+      const store = await this.probeStore();
       const broker = this.broker.transit ? this.broker.transit.connected : true;
       // What every request needs decides readiness (a load balancer then stops sending here); a
       // missing service only fails its own routes (503), so it is reported, not fatal.
-      const ready = broker && store && services.auth;
+      const ready = broker && store === "ok" && services.auth;
       const missing = SERVICE_NAMES.filter((name) => !services[name]);
       return {
         status: ready ? 200 : 503,
         body: { status: ready ? (missing.length > 0 ? "degraded" : "ready") : "not_ready", broker, store, store_ms: Date.now() - started, services, missing },
       };
+    },
+
+    async probeStore() {
+      // A real write through the store every service uses: a store that still reads but cannot
+      // write (a full disk) must not be reported ready.
+      let timer: NodeJS.Timeout | undefined;
+      const verdict = await Promise.race([
+        this.store.probe().then(
+          () => "ok",
+          (err: unknown) => {
+            this.storeProbe.failed("store probe", err, "GET /ready answers 503");
+            const e = err as { type?: unknown; data?: { reason?: unknown } } | null;
+            const reason = typeof e?.data?.reason === "string" ? e.data.reason : isErrorCode(e?.type) ? e.type : "an unexpected error (see the gateway's log)";
+            return `unavailable: ${reason}`;
+          },
+        ),
+        new Promise<string>((ok) => {
+          timer = setTimeout(() => ok(`unavailable: no answer within ${READY_STORE_TIMEOUT_MS} ms`), READY_STORE_TIMEOUT_MS);
+          timer.unref();
+        }),
+      ]);
+      clearTimeout(timer);
+      if (verdict === "ok") this.storeProbe.ok("store probe");
+      return verdict;
     },
 
     async flushMeter() {
@@ -383,6 +409,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.accessLog = settings.logLevel === "debug" || settings.logLevel === "trace";
     this.metering = false;
     this.dashboard = dashboardServer(defaultDashboardDir());
+    this.storeProbe = new FailureLog(this.logger);
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
     this.idempotency = new Idempotency(

@@ -36,11 +36,6 @@ export class Idempotency {
     private readonly staleMs: number,
   ) {}
 
-  /** One cheap read, to tell whether the store answers. */
-  async ping(): Promise<void> {
-    await this.records.get(ALL_TENANTS, "idem_ready_probe");
-  }
-
   async begin(tenant: Required<Tenant>, key: string, fingerprint: string): Promise<Begin> {
     if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
       throw new ApiError("parameter_invalid", `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} characters`, {

@@ -4,6 +4,7 @@ import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } fr
 import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
+import { FailureLog } from "../../shared/failure-log";
 import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
@@ -37,6 +38,8 @@ const TOTAL = 1024;
 const LEASE_MARGIN_MS = 2000;
 /** How often each node looks for due deliveries and for events nobody has fanned out. */
 const POLL_MS = 500;
+/** After failed polls (the store failing), the next waits 1 s, 2 s, 4 s, … at most this long. */
+const POLL_BACKOFF_MAX_MS = 5_000;
 /** Retries due within this long are also woken by a local timer, not only by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
 
@@ -53,6 +56,11 @@ interface DispatcherVars {
   stopping: boolean;
   timers: Set<NodeJS.Timeout>;
   poller: NodeJS.Timeout | undefined;
+  /** Failures of the background work, logged once per kind (a full disk fails every delivery at once). */
+  failures: FailureLog;
+  /** Polls in a row that failed, and when the next may run. */
+  pollFailures: number;
+  pollAfter: number;
   pruner: Pruner;
 }
 interface DispatcherMethods {
@@ -88,7 +96,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     /** Wake-up for a delivery due now (a redelivery). */
     [DELIVERY_DUE]: {
       handler(ctx: Context<{ id: string }>) {
-        void this.claim(ctx.params.id);
+        this.claim(ctx.params.id).catch((err: unknown) => this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"));
       },
     },
   },
@@ -191,7 +199,9 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       }
       if (outcome.dueAt !== null) {
         const wait = outcome.dueAt - now;
-        if (wait <= LOCAL_TIMER_MAX_MS) this.later(() => void this.claim(delivery.id), wait);
+        if (wait <= LOCAL_TIMER_MAX_MS) {
+          this.later(() => this.claim(delivery.id).catch((err: unknown) => this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers")), wait);
+        }
         return;
       }
       // Only deliveries that ran their course move the webhook's failure streak.
@@ -199,7 +209,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       if (counts) {
         await this.broker
           .call("webhooks.recordOutcome", { org_id: delivery.org_id, id: delivery.webhook_id, ok: outcome.status === "succeeded" })
-          .catch((err) => this.logger.warn(`delivery ${delivery.id}: could not record the outcome on its webhook`, err));
+          .then(
+            () => this.failures.ok("recording outcomes on webhooks"),
+            (err: unknown) => this.failures.failed("recording outcomes on webhooks", err, `e.g. delivery ${delivery.id}'s`),
+          );
       }
     },
 
@@ -221,7 +234,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
 
     /** Due deliveries nobody is sending, and stored events nobody has fanned out. */
     async poll() {
-      if (this.polling || this.stopping) return;
+      if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
       this.polling = true;
       try {
         while (this.lanes.size < TOTAL && (await this.claim())) {
@@ -232,8 +245,13 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         await this.consumer.sweep(async () => {
           while (this.lanes.size > TOTAL && !this.stopping) await new Promise((r) => setTimeout(r, 20));
         });
+        this.pollFailures = 0;
+        this.failures.ok("claiming deliveries");
       } catch (err) {
-        this.logger.warn("poll failed; the next one retries", err);
+        // Not every 500 ms against a failing store: 1 s, 2 s, 4 s, then every 5 s until it answers.
+        this.pollFailures += 1;
+        this.pollAfter = Date.now() + Math.min(POLL_BACKOFF_MAX_MS, POLL_MS * 2 ** this.pollFailures);
+        this.failures.failed("claiming deliveries", err, "polls back off until the store answers");
       } finally {
         this.polling = false;
       }
@@ -266,12 +284,22 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.delays = settings.webhookRetryDelaysMs;
     this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK);
     this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
-      this.attempt(job).catch((err) => this.logger.warn(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err)),
+      this.attempt(job).then(
+        () => this.failures.ok("delivery attempts"),
+        (err: unknown) => {
+          // Once per kind of failure, not per delivery; each delivery at debug level.
+          this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
+          this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
+        },
+      ),
     );
     this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();
+    this.failures = new FailureLog(this.logger);
+    this.pollFailures = 0;
+    this.pollAfter = 0;
     this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
   },
 

@@ -3,6 +3,7 @@ import type { ServiceBroker } from "moleculer";
 import type { Agent } from "undici";
 import { isDuplicate } from "../../shared/errors";
 import { recordEvent, type EventDoc } from "../../shared/events";
+import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { outbound, outboundAgent } from "../../shared/outbound";
@@ -17,6 +18,13 @@ export const RUN_DUE = "workflow_run.due";
 /** A claim outlives the longest step it may cover (an http attempt) by this much. */
 const LEASE_MARGIN_MS = 5_000;
 const POLL_MS = 500;
+/** After failed polls (the store failing), the next waits 1 s, 2 s, 4 s, … at most this long. */
+const POLL_BACKOFF_MAX_MS = 5_000;
+/**
+ * Claims of a run in a row that ended before any progress of it was stored (the store failed, or
+ * the node stopped mid-step) before the engine gives the run up instead of trying it again.
+ */
+export const MAX_STALLS = 3;
 /** Waits up to this long are also kept by a local timer, not only found by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
 /** Bytes of an http step's answer kept as its output. */
@@ -31,11 +39,13 @@ export interface EngineOptions {
   retryBaseMs: number;
   /** Runs this node drives at once. */
   maxActive: number;
+  /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
+  leaseMarginMs?: number;
 }
 
 type Claimed = RunDoc & { lease: string };
 
-const leaseFor = (step: Step | undefined): number => (step?.type === "http" ? step.timeout_ms : 0) + LEASE_MARGIN_MS;
+const leaseFor = (step: Step | undefined, marginMs: number): number => (step?.type === "http" ? step.timeout_ms : 0) + marginMs;
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /**
@@ -44,6 +54,13 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * falls due again when the lease runs out and any workflows node resumes it at the step it was on.
  * Waits (a delay, an http retry's back-off) are stored due times; a run waiting for approval has no
  * due time and is only moved by the API.
+ *
+ * A failing store (`storage_unavailable`) stops a run's drive where it is: nothing is reported done
+ * that was not stored, the claim lapses and the run is claimed again once the store takes writes
+ * (polls back off meanwhile). Every claim counts in the run (`stalls`) and every stored step of
+ * progress resets the count, so a run that cannot make progress (its result never gets stored, so
+ * its http step would be sent again and again) is given up after MAX_STALLS claims: it fails at its
+ * step with an error saying why.
  */
 export class RunEngine {
   private active = 0;
@@ -53,9 +70,16 @@ export class RunEngine {
   private readonly driving = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly agent: Agent;
+  private readonly leaseMarginMs: number;
+  private readonly failures: FailureLog;
+  /** Polls in a row that failed, and when the next may run. */
+  private pollFailures = 0;
+  private pollAfter = 0;
 
   constructor(private readonly o: EngineOptions) {
     this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
+    this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
+    this.failures = new FailureLog(o.logger);
   }
 
   start(): void {
@@ -76,18 +100,24 @@ export class RunEngine {
 
   /** A run is due now: take it if this node has room (else the poll finds it). */
   wake(id: string): void {
-    void this.claim(id);
+    // A failed claim leaves the run due: the poll takes it once the store answers.
+    this.claim(id).catch((err: unknown) => this.failures.failed("claiming runs", err, "the poll claims them once the store answers"));
   }
 
   private async poll(): Promise<void> {
-    if (this.polling || this.stopping) return;
+    if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
     this.polling = true;
     try {
       while (this.active < this.o.maxActive && (await this.claim())) {
         // claimed one; look for the next
       }
+      this.pollFailures = 0;
+      this.failures.ok("claiming runs");
     } catch (err) {
-      this.o.logger.warn("run poll failed; the next one retries", err);
+      // Not every 500 ms against a failing store: 1 s, 2 s, 4 s, then every 5 s until it answers.
+      this.pollFailures += 1;
+      this.pollAfter = Date.now() + Math.min(POLL_BACKOFF_MAX_MS, POLL_MS * 2 ** this.pollFailures);
+      this.failures.failed("claiming runs", err, "polls back off until the store answers");
     } finally {
       this.polling = false;
     }
@@ -98,11 +128,23 @@ export class RunEngine {
     const now = Date.now();
     const lease = randomUUID();
     // The most overdue first, read in order from the sparse `due_at` index: a claim costs one row.
-    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: now } }, { $set: { due_at: now + LEASE_MARGIN_MS, lease } }, { sort: { due_at: 1 } });
+    const run = await this.o.runs.update(
+      ALL_TENANTS,
+      { ...(id && { id }), due_at: { $lte: now } },
+      { $set: { due_at: now + this.leaseMarginMs, lease }, $inc: { stalls: 1 } },
+      { sort: { due_at: 1 } },
+    );
     if (!run) return false;
     this.active += 1;
     const driving: Promise<void> = this.drive(run as Claimed)
-      .catch((err) => this.o.logger.warn(`run ${run.id}: stopped by an error; it falls due again when its claim runs out`, err))
+      .then(
+        () => this.failures.ok("driving runs"),
+        (err: unknown) => {
+          // Once per kind of failure (a full disk stops every run at once), each run at debug level.
+          this.failures.failed("driving runs", err, "each run stopped falls due again when its claim runs out");
+          this.o.logger.debug(`run ${run.id}: stopped by an error; it falls due again when its claim runs out`, err);
+        },
+      )
       .finally(() => {
         this.active -= 1;
         this.driving.delete(driving);
@@ -123,19 +165,24 @@ export class RunEngine {
 
   /**
    * One write under the lease; extends the claim to cover the next step unless `release`. Answers
-   * the run as stored, or null when the run is no longer this node's (cancelled meanwhile).
+   * the run as stored, or null when the run is no longer this node's (cancelled meanwhile). A write
+   * of `progress` (all but marking an http step running before its request) resets `stalls`.
    */
-  private async save(run: Claimed, set: Partial<RunDoc>, release?: { dueAt: number | null }): Promise<Claimed | null> {
+  private async save(run: Claimed, set: Partial<RunDoc>, release?: { dueAt: number | null }, progress = true): Promise<Claimed | null> {
     const now = Date.now();
     const next = set.cursor ?? run.cursor;
+    const unset = {
+      ...(progress && { stalls: true as const }),
+      ...(release && (release.dueAt === null ? { lease: true as const, due_at: true as const } : { lease: true as const })),
+    };
     const update: Update = {
       $set: {
         ...set,
         rev: run.rev + 1,
         updated_at: iso(now),
-        ...(release ? release.dueAt !== null && { due_at: release.dueAt } : { due_at: now + leaseFor(run.definition[next]) }),
+        ...(release ? release.dueAt !== null && { due_at: release.dueAt } : { due_at: now + leaseFor(run.definition[next], this.leaseMarginMs) }),
       },
-      ...(release && { $unset: release.dueAt === null ? { lease: true, due_at: true } : { lease: true } }),
+      ...(Object.keys(unset).length > 0 && { $unset: unset }),
     };
     const saved = await this.o.runs.update(ALL_TENANTS, { id: run.id, lease: run.lease, rev: run.rev }, update);
     if (saved) return release ? null : (saved as Claimed);
@@ -165,8 +212,35 @@ export class RunEngine {
     }
   }
 
+  /**
+   * The run was claimed more than MAX_STALLS times in a row and no drive of it stored any progress:
+   * it is not tried again. Events it could not publish (what stalled it, most likely) are dropped,
+   * with an error in the log. The run fails, saying why, at the step whose event was dropped (an
+   * emit step: the run did not do what it would report), or else at its current step; a run that had
+   * ended otherwise, or waits for approval, keeps its state. Its workflow.completed is published as usual.
+   */
+  private async giveUp(run: Claimed): Promise<Claimed | null> {
+    const tries = `in ${MAX_STALLS} tries in a row`;
+    const dropped = run.outbox;
+    if (dropped.length > 0) this.o.logger.error(`run ${run.id}: events it could not publish ${tries} are dropped: ${dropped.map((e) => `${e.type} ${e.id}`).join(", ")}`);
+    const lost = dropped.find((e) => e.type !== "workflow.completed" && e.type !== "approval.requested");
+    const culprit = lost ? run.steps.findIndex((s) => (s.output as { event_id?: unknown } | null)?.event_id === lost.id) : -1;
+    const step = run.definition[run.cursor];
+    const parked = TERMINAL.has(run.status) || (step?.type === "approval" && run.steps[run.cursor]?.status === "waiting");
+    if (parked && !(culprit >= 0 && run.status === "succeeded")) {
+      await this.save(run, { outbox: [] }, { dueAt: null });
+      return null;
+    }
+    const why = lost
+      ? `the event ${lost.type} (${lost.id}) could not be stored ${tries}; given up`
+      : `the run stopped: its progress could not be stored ${tries} (the store failed, or the node driving it stopped); given up`;
+    this.o.logger.error(`run ${run.id}: ${why}`);
+    const at = { ...run, cursor: culprit >= 0 ? culprit : Math.min(run.cursor, run.steps.length - 1), outbox: [] };
+    return this.save(run, finish(at, "failed", iso(Date.now()), "failed", why));
+  }
+
   private async drive(claimed: Claimed): Promise<void> {
-    let run: Claimed | null = claimed;
+    let run: Claimed | null = (claimed.stalls ?? 0) > MAX_STALLS ? await this.giveUp(claimed) : claimed;
     while (run) {
       if (this.stopping) {
         await this.save(run, {}, { dueAt: Date.now() });
@@ -244,8 +318,9 @@ export class RunEngine {
       }
       case "http": {
         if (run.status !== "running" || state.status !== "running") {
-          // Shown as running before the request leaves (a crash then repeats the attempt).
-          return this.save(run, { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) });
+          // Shown as running before the request leaves (a crash then repeats the attempt). Not
+          // progress: a request whose answer is never stored counts towards MAX_STALLS.
+          return this.save(run, { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) }, undefined, false);
         }
         const result = await this.call(step, run);
         // Within the step's and the run's bounds on stored outputs (see outputs.ts).

@@ -55,6 +55,8 @@ export interface RunDoc extends Doc {
   due_at?: number;
   /** Internal: the engine node's claim. */
   lease?: string;
+  /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
+  stalls?: number;
   outbox: OutboxEvent[];
   /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
   trigger_key?: string;
@@ -62,7 +64,7 @@ export interface RunDoc extends Doc {
   chain_depth?: number;
 }
 
-export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "outbox" | "trigger_key" | "chain_depth">;
+export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth">;
 
 export const runView = ({
   org_id: _o,
@@ -71,6 +73,7 @@ export const runView = ({
   rev: _r,
   due_at: _due,
   lease: _l,
+  stalls: _st,
   outbox: _ob,
   trigger_key: _t,
   chain_depth: _cd,

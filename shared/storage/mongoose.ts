@@ -45,7 +45,7 @@ function encodeUpdate(update: Update): Update {
 function unavailable(err: unknown): never {
   const name = (err as { name?: string } | null)?.name ?? "";
   if (/^Mongo(Network|ServerSelection|NotPrimary|WriteConcern|Timeout)|^MongoPoolCleared/.test(name)) {
-    throw new ApiError("storage_unavailable", "The store could not complete the operation (MongoDB is unreachable); retry later", { retry_after: 1 });
+    throw new ApiError("storage_unavailable", "The store could not complete the operation (MongoDB is unreachable); retry later", { retry_after: 1, reason: "MongoDB is unreachable" });
   }
   throw err;
 }
@@ -213,6 +213,16 @@ export class MongooseStore implements Store {
       col.declare(indexes);
     }
     return col;
+  }
+
+  /** A small real write: one document of `_probe` upserted (acknowledged like every write); fails as a write would. */
+  async probe(): Promise<void> {
+    try {
+      await this.connected();
+      await this.conn.collection<{ _id: string; at: Date }>("_probe").updateOne({ _id: "probe" }, { $set: { at: new Date() } }, { upsert: true });
+    } catch (err) {
+      unavailable(err);
+    }
   }
 
   async close(): Promise<void> {

@@ -47,6 +47,7 @@ export function storageUnavailable(err: unknown): ApiError {
   const reason = REASONS[primaryCode(err) ?? -1] ?? "a storage error";
   return new ApiError("storage_unavailable", `The store could not complete the operation (${reason}); nothing was changed, retry later`, {
     retry_after: 1,
+    reason,
   });
 }
 
@@ -484,6 +485,20 @@ export class SqliteStore implements Store {
       }
       await new Promise((ok) => setTimeout(ok, 1 + Math.random() * 4));
     }
+  }
+
+  /**
+   * A small real write, through the writer like every other: one row of `_probe` (no collection's
+   * name can start with `_`), upserted. It fails as any write of its batch would (`storage_unavailable`
+   * on a full disk), so a readiness check that uses it tells whether writes are being stored.
+   */
+  probe(): Promise<void> {
+    if (this.closing) return Promise.reject(new ApiError("service_unavailable", "The store is closed", { retry_after: 1 }));
+    const at = new Date().toISOString();
+    return this.writer.submit(() => {
+      this.db.exec("CREATE TABLE IF NOT EXISTS _probe (id INTEGER PRIMARY KEY, at TEXT NOT NULL)");
+      this.statement("INSERT INTO _probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at").run(at);
+    });
   }
 
   /** Answers every write asked for, then closes the file (the last process to close checkpoints it). */

@@ -118,5 +118,11 @@ export interface Store {
    * before its first operation.
    */
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  /**
+   * One small real write (an upsert of one row or document of the store's own `_probe`), the way
+   * every write goes: resolves once it is stored, fails as a write would (`storage_unavailable` on
+   * a full disk or an unreachable MongoDB). For readiness checks; it never touches a collection.
+   */
+  probe(): Promise<void>;
   close(): Promise<void>;
 }

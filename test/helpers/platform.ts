@@ -43,10 +43,14 @@ export function usePlatform(env: Record<string, string> = {}): { p: Platform; ac
   return suite;
 }
 
-/** The whole platform in this process on a fresh embedded store, its gateway on a free port. */
+/**
+ * The whole platform in this process, its gateway on a free port: on a fresh embedded store, or on
+ * `env.DATA_DIR` when given (kept by `stop()`, so a test can start the platform again on it).
+ */
 export async function startPlatform(env: Record<string, string> = {}): Promise<Platform> {
-  const dataDir = mkdtempSync(join(tmpdir(), "wfp-"));
-  const settings = loadSettings({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env });
+  const own = env.DATA_DIR === undefined;
+  const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), "wfp-"));
+  const settings = loadSettings({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env, DATA_DIR: dataDir });
   const broker = createBroker(settings);
   await broker.start();
   const gateway = broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } };
@@ -63,7 +67,7 @@ export async function startPlatform(env: Record<string, string> = {}): Promise<P
     },
     async stop() {
       await broker.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (own) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
