@@ -148,7 +148,8 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  count(scope: Scope, filter: Filter): Promise<number> {
+  count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
+    if (options.limit !== undefined) return this.run(() => this.model.collection.countDocuments(scoped(scope, filter), { limit: options.limit }));
     return this.run(() => this.model.countDocuments(scoped(scope, filter)).exec());
   }
 
@@ -181,6 +182,25 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
 
   deleteMany(scope: Scope, filter: Filter): Promise<number> {
     return this.run(async () => (await this.model.deleteMany(scoped(scope, filter)).exec()).deletedCount);
+  }
+
+  increment(doc: T, inc: Record<string, number>): Promise<void> {
+    checkUpdate({ $inc: inc });
+    const key: Raw = { id: doc.id, org_id: doc.org_id, ...(doc.environment !== undefined && { environment: doc.environment }) };
+    // What the upsert creates beside the key (from the filter) and the counters (from `$inc`).
+    const rest = Object.fromEntries(Object.entries(encodeDoc(doc) as Raw).filter(([field]) => !(field in key) && !(field in inc)));
+    return this.run(async () => {
+      for (let tries = 0; ; tries += 1) {
+        try {
+          await this.model.collection.updateOne(key, { $setOnInsert: rest, $inc: inc }, { upsert: true });
+          return;
+        } catch (err) {
+          // Two upserts raced to create it: the second finds it now. A second refusal: the id is
+          // another tenant's (mapped to DuplicateKeyError).
+          if ((err as { code?: number }).code !== 11000 || tries > 0) throw err;
+        }
+      }
+    });
   }
 }
 

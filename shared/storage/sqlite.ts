@@ -347,9 +347,14 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return this.read(() => (this.stmt(sql).all(...params) as Row[]).map((row) => JSON.parse(row.doc) as T));
   }
 
-  count(scope: Scope, filter: Filter): Promise<number> {
-    const { sql, params } = this.select(scope, filter, {}, "count(*) AS n");
-    return this.read(() => (this.stmt(sql).get(...params) as { n: number }).n);
+  count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
+    if (options.limit === undefined) {
+      const { sql, params } = this.select(scope, filter, {}, "count(*) AS n");
+      return this.read(() => (this.stmt(sql).get(...params) as { n: number }).n);
+    }
+    // Stops at `limit` matches: through a covering index, that many index entries at most.
+    const { sql, params } = this.select(scope, filter, { limit: options.limit }, "1");
+    return this.read(() => (this.stmt(`SELECT count(*) AS n FROM (${sql})`).get(...params) as { n: number }).n);
   }
 
   async page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>> {
@@ -416,6 +421,29 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const sql = `DELETE FROM ${this.table}${whereOf(compiled)}`;
     await this.ready();
     return this.store.writer.submit(() => Number(this.stmt(sql).run(...compiled.params).changes));
+  }
+
+  async increment(doc: T, inc: Record<string, number>): Promise<void> {
+    checkUpdate({ $inc: inc });
+    const created = JSON.stringify(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
+    await this.ready();
+    // Read and write in one transaction of the writer, which holds the file's write lock: atomic
+    // across processes.
+    await this.store.writer.submit(() => {
+      const row = this.stmt(`SELECT rid, org_id, env, doc FROM ${this.table} WHERE id = ?`).get(doc.id) as (Row & { org_id: string | null; env: string | null }) | undefined;
+      try {
+        if (!row) {
+          this.stmt(`INSERT INTO ${this.table} (id, org_id, env, doc) VALUES (?, ?, ?, ?)`).run(doc.id, doc.org_id ?? null, doc.environment ?? null, created);
+          return;
+        }
+        if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
+        const next = applyUpdate(JSON.parse(row.doc) as Record<string, unknown>, { $inc: inc });
+        this.stmt(`UPDATE ${this.table} SET doc = ? WHERE rid = ?`).run(JSON.stringify(next), row.rid);
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        this.duplicate(err);
+      }
+    });
   }
 }
 

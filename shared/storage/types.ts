@@ -92,7 +92,11 @@ export interface Collection<T extends Doc> {
   get(scope: Scope, id: string): Promise<T | null>;
   findOne(scope: Scope, filter: Filter, options?: Pick<FindOptions, "sort">): Promise<T | null>;
   find(scope: Scope, filter: Filter, options?: FindOptions): Promise<T[]>;
-  count(scope: Scope, filter: Filter): Promise<number>;
+  /**
+   * How many documents match; with `limit`, counts at most that many (a bounded read through the
+   * index, so a list can say "more than N" without visiting every match).
+   */
+  count(scope: Scope, filter: Filter, options?: Pick<FindOptions, "limit">): Promise<number>;
   /** One page and the total count of matches. */
   page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>>;
   /**
@@ -107,6 +111,13 @@ export interface Collection<T extends Doc> {
   /** Deletes one matching document and returns it, or null. */
   delete(scope: Scope, filter: Filter): Promise<T | null>;
   deleteMany(scope: Scope, filter: Filter): Promise<number>;
+  /**
+   * Adds `inc` to numeric fields of the document `doc.id`, atomically (increments from any number of
+   * processes at once all count), creating it as `doc` first when it does not exist (a field `doc`
+   * lacks starts at 0). For counters: `doc` carries the counter's identity, never the counts. A
+   * document with that id in another tenant raises `DuplicateKeyError`.
+   */
+  increment(doc: T, inc: Record<string, number>): Promise<void>;
 }
 
 /** Collection names: lower-case words, safe both as file names under DATA_DIR and in MongoDB. */

@@ -172,6 +172,27 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await items.findOne(A, { seq: 99 })).toBeNull();
     });
 
+    it("counts at most `limit` matches when given one", async () => {
+      for (const seq of [1, 2, 3, 4, 5, 6, 7]) await put({ seq, status: seq % 2 ? "odd" : "even" });
+      expect(await items.count(A, {}, { limit: 3 })).toBe(3);
+      expect(await items.count(A, {}, { limit: 100 })).toBe(7);
+      expect(await items.count(A, { status: "even" }, { limit: 2 })).toBe(2);
+      expect(await items.count(A, { status: "even" }, { limit: 10 })).toBe(3);
+      expect(await items.count(B, {}, { limit: 3 })).toBe(0);
+    });
+
+    it("increments counters atomically, creating each once from its first increment", async () => {
+      const counter = { id: `ctr_${next()}`, ...A, name: "per hour" } as Item;
+      await Promise.all(Array.from({ length: 60 }, (_, i) => items.increment(counter, i % 3 === 0 ? { n: 1, seq: 2 } : { n: 1 })));
+      expect(await items.get(A, counter.id)).toEqual({ ...counter, n: 60, seq: 40 });
+      await items.increment(counter, { n: -10 });
+      expect((await items.get(A, counter.id))?.n).toBe(50);
+      // The same id in another tenant is refused, and the counter stays as it was.
+      await expect(items.increment({ ...counter, org_id: "org_b" }, { n: 1 })).rejects.toMatchObject({ type: "resource_exists" });
+      expect(await items.count(ALL_TENANTS, { id: counter.id })).toBe(1);
+      expect((await items.get(A, counter.id))?.n).toBe(50);
+    });
+
     it("updates with $set, $inc, $push and $unset and returns the updated document, or null", async () => {
       const doc = await put({ n: 1, tags: ["a"], status: "x" });
       const updated = await items.update(A, { id: doc.id }, { $set: { name: "y", "nested.a": 9 }, $inc: { n: 2 }, $push: { tags: "b" }, $unset: { status: true } });
