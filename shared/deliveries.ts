@@ -54,7 +54,9 @@ export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
     // One delivery per (event, webhook); event first, so retention finds an event's pending
     // deliveries through it (see services/events).
     { fields: { event_id: 1, webhook_id: 1 }, unique: true },
-    { fields: { org_id: 1, webhook_id: 1, id: -1 } },
+    // The delivery log's pages, all or by status.
+    { fields: { org_id: 1, environment: 1, webhook_id: 1, id: -1 } },
+    { fields: { org_id: 1, environment: 1, webhook_id: 1, status: 1, id: -1 } },
     { fields: { status: 1, due_at: 1 } },
     // The embedded store's claim index (it cannot use the compound one for a range): only pending
     // deliveries have `due_at`.

@@ -1,6 +1,7 @@
 import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "./errors";
+import { MAX_COUNTED } from "./pagination";
 import { SCOPES } from "./scopes";
 import { LATEST_VERSION } from "./versions";
 
@@ -105,7 +106,18 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
           type: "object",
           properties: {
             data: { type: "array", items: { type: "object" } },
-            meta: { type: "object", properties: { total: { type: "integer" }, page: { type: "integer" }, per_page: { type: "integer" } } },
+            meta: {
+              type: "object",
+              description: `By page: total, page, per_page. By cursor (starting_after, ending_before, limit): total, limit, has_more. total counts up to ${MAX_COUNTED}; beyond, it is ${MAX_COUNTED} and total_capped is true.`,
+              properties: {
+                total: { type: "integer" },
+                total_capped: { type: "boolean" },
+                page: { type: "integer" },
+                per_page: { type: "integer" },
+                limit: { type: "integer" },
+                has_more: { type: "boolean" },
+              },
+            },
           },
           required: ["data", "meta"],
         },

@@ -1,32 +1,73 @@
+import { invalidParam } from "./errors";
 import type { Collection, Doc, Filter, Scope } from "./storage/types";
 
-/** The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20). */
+/**
+ * The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20), or by
+ * cursor: `starting_after` / `ending_before` (an id from the list) with `limit` 1..100.
+ */
 export const DEFAULT_PER_PAGE = 20;
 export const MAX_PER_PAGE = 100;
+/**
+ * How far a list counts its matches and how deep `page` reaches, in items. Beyond it `meta.total`
+ * is this number with `meta.total_capped: true`, and a client pages on by cursor: so no request
+ * reads more than this many index entries, however much is stored.
+ */
+export const MAX_COUNTED = 10_000;
 
-export const pageParams = {
+const size = { type: "number", integer: true, min: 1, max: MAX_PER_PAGE, optional: true, convert: true } as const;
+const cursor = { type: "string", min: 1, max: 100, optional: true } as const;
+
+/** `page` and `per_page` alone: for the few lists that are not newest first by id. */
+export const offsetParams = {
   page: { type: "number", integer: true, min: 1, optional: true, convert: true, default: 1 },
-  per_page: { type: "number", integer: true, min: 1, max: MAX_PER_PAGE, optional: true, convert: true, default: DEFAULT_PER_PAGE },
+  per_page: { ...size, default: DEFAULT_PER_PAGE },
 } as const;
+
+export const pageParams = { ...offsetParams, limit: size, starting_after: cursor, ending_before: cursor } as const;
 
 export interface PageParams {
   page: number;
   per_page: number;
+  limit?: number;
+  starting_after?: string;
+  ending_before?: string;
 }
 
-/** What a list action returns; the gateway turns it into `{data, meta: {total, page, per_page}}`. */
+/**
+ * What a list action returns; the gateway turns it into `{data: items, meta: {…the rest}}`: by page
+ * `{total, page, per_page}`, by cursor `{total, limit, has_more}`, with `total_capped: true` added
+ * when more than MAX_COUNTED match (`total` is then MAX_COUNTED).
+ */
 export interface ListResult<T> {
   items: T[];
   total: number;
-  page: number;
-  per_page: number;
+  total_capped?: true;
+  page?: number;
+  per_page?: number;
+  limit?: number;
+  has_more?: boolean;
 }
 
-export const skipOf = (p: PageParams): number => (p.page - 1) * p.per_page;
+export const skipOf = (p: Pick<PageParams, "page" | "per_page">): number => (p.page - 1) * p.per_page;
+
+/** Refuses a page that lies past the first MAX_COUNTED items. */
+export function checkDepth(p: Pick<PageParams, "page" | "per_page">): void {
+  if (p.page * p.per_page > MAX_COUNTED) {
+    throw invalidParam("page", `Pages reach the first ${MAX_COUNTED} items (page × per_page ≤ ${MAX_COUNTED}); page further with starting_after, the id of the last item you have`);
+  }
+}
+
+/** The total of a list: exact up to MAX_COUNTED, counted through the filter's index and no further. */
+export async function cappedTotal<T extends Doc>(collection: Collection<T>, scope: Scope, filter: Filter): Promise<Pick<ListResult<T>, "total" | "total_capped">> {
+  const n = await collection.count(scope, filter, { limit: MAX_COUNTED + 1 });
+  return n > MAX_COUNTED ? { total: MAX_COUNTED, total_capped: true } : { total: n };
+}
 
 /**
  * One page of a list endpoint, newest first (ids are time-ordered), with each document turned
- * into its public view.
+ * into its public view. Each read is bounded whatever is stored: the page (or the page after a
+ * cursor) and a count that stops at MAX_COUNTED, both along the index the filter's fields and `id`
+ * form (each list's collection declares it).
  */
 export async function newestFirst<T extends Doc, V>(
   collection: Collection<T>,
@@ -35,8 +76,28 @@ export async function newestFirst<T extends Doc, V>(
   params: PageParams,
   view: (doc: T) => V,
 ): Promise<ListResult<V>> {
-  const { items, total } = await collection.page(scope, filter, { sort: { id: -1 }, skip: skipOf(params), limit: params.per_page });
-  return { items: items.map(view), total, page: params.page, per_page: params.per_page };
+  const { starting_after, ending_before } = params;
+  if (starting_after === undefined && ending_before === undefined && params.limit === undefined) {
+    checkDepth(params);
+    const [items, total] = await Promise.all([
+      collection.find(scope, filter, { sort: { id: -1 }, skip: skipOf(params), limit: params.per_page }),
+      cappedTotal(collection, scope, filter),
+    ]);
+    return { items: items.map(view), ...total, page: params.page, per_page: params.per_page };
+  }
+  if (starting_after !== undefined && ending_before !== undefined) throw invalidParam("ending_before", "Send starting_after or ending_before, not both");
+  if (params.page !== 1) throw invalidParam("page", "page cannot be combined with starting_after, ending_before or limit: a list pages either by number or by cursor");
+  const limit = params.limit ?? params.per_page;
+  // One more than asked: whether there is more in that direction.
+  const [found, total] = await Promise.all([
+    ending_before === undefined
+      ? collection.find(scope, { ...filter, ...(starting_after !== undefined && { id: { $lt: starting_after } }) }, { sort: { id: -1 }, limit: limit + 1 })
+      : collection.find(scope, { ...filter, id: { $gt: ending_before } }, { sort: { id: 1 }, limit: limit + 1 }),
+    cappedTotal(collection, scope, filter),
+  ]);
+  const items = found.slice(0, limit);
+  if (ending_before !== undefined) items.reverse();
+  return { items: items.map(view), ...total, limit, has_more: found.length > limit };
 }
 
 /** A path id (`/things/{id}`): its shape is checked by the lookup, which answers 404. */

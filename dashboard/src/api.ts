@@ -19,6 +19,8 @@ export class ApiFailure extends Error {
 
 export interface ListMeta {
   total: number;
+  /** More than `total` (10,000) match: pages reach that far. */
+  total_capped?: boolean;
   page: number;
   per_page: number;
 }

@@ -261,7 +261,8 @@ export function Pager({ meta, onPage }: { meta: ListMeta | null; onPage(page: nu
         ← Newer
       </button>
       <span>
-        Page {meta.page} of {pages} · {meta.total} in all
+        Page {meta.page} of {pages}
+        {meta.total_capped ? ` · the latest ${meta.total}` : ` · ${meta.total} in all`}
       </span>
       <button type="button" class="outline secondary small" disabled={meta.page >= pages} onClick={() => onPage(meta.page + 1)}>
         Older →

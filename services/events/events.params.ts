@@ -1,5 +1,5 @@
 import { EVENT_TYPE_MAX } from "../../shared/events";
-import { pageParams, type PageParams } from "../../shared/pagination";
+import { offsetParams, pageParams, type PageParams } from "../../shared/pagination";
 
 /** The largest `data` an event may carry, as JSON. Receivers get it in one POST; keep it modest. */
 export const EVENT_DATA_MAX_BYTES = 64 * 1024;
@@ -25,8 +25,8 @@ export interface ListParams extends PageParams {
 }
 
 
-export const typesParams = { $$strict: true, ...pageParams } as const;
-export type TypesParams = PageParams;
+export const typesParams = { $$strict: true, ...offsetParams } as const;
+export type TypesParams = Pick<PageParams, "page" | "per_page">;
 
 export const recordParams = {
   org_id: { type: "string", min: 1 },

@@ -4,7 +4,7 @@ import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries"
 import { isDuplicate, notFound } from "../../shared/errors";
 import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView, type NewEvent } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
-import { newestFirst, skipOf, type ListResult } from "../../shared/pagination";
+import { cappedTotal, checkDepth, MAX_COUNTED, newestFirst, skipOf, type ListResult } from "../../shared/pagination";
 import { FINISHED_RUN_STATUSES, firstIdAt, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl, type RunRef } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -87,12 +87,21 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
     types: {
       params: typesParams,
       async handler(ctx: Ctx<TypesParams>) {
+        checkDepth(ctx.params);
         const system = Object.entries(SYSTEM_EVENT_TYPES).map(([type, description]) => ({ type, description, system: true }));
-        const seen = await this.types.find(tenantOf(ctx), {}, { sort: { type: 1 } });
-        const custom = seen.map((t) => ({ type: t.type, description: null, system: false, first_seen_at: t.first_seen_at }));
-        const all = [...system, ...custom];
+        // The page's custom types come from the store, in name order along its index: as many as the page needs.
         const start = skipOf(ctx.params);
-        return { items: all.slice(start, start + ctx.params.per_page), total: all.length, page: ctx.params.page, per_page: ctx.params.per_page };
+        const shown = system.slice(start, start + ctx.params.per_page);
+        const [seen, counted] = await Promise.all([
+          shown.length === ctx.params.per_page
+            ? []
+            : this.types.find(tenantOf(ctx), {}, { sort: { type: 1 }, skip: Math.max(0, start - system.length), limit: ctx.params.per_page - shown.length }),
+          cappedTotal(this.types, tenantOf(ctx), {}),
+        ]);
+        const custom = seen.map((t) => ({ type: t.type, description: null, system: false, first_seen_at: t.first_seen_at }));
+        const total = Math.min(MAX_COUNTED, system.length + counted.total);
+        const capped = counted.total_capped || system.length + counted.total > MAX_COUNTED;
+        return { items: [...shown, ...custom], total, ...(capped && { total_capped: true as const }), page: ctx.params.page, per_page: ctx.params.per_page };
       },
     },
 

@@ -219,9 +219,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       // A request whose key was revoked while it ran is refused, whatever it did.
       if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
       const status = route.status ?? 200;
-      const envelope = route.list
-        ? { data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } }
-        : { data };
+      // A list's meta is all its action answers besides the items (see ListResult).
+      const { items, ...listMeta } = route.list ? data : { items: undefined };
+      const envelope = route.list ? { data: items, meta: listMeta } : { data };
       if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope);
       return { status, body: envelope };
     },

@@ -288,7 +288,10 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
   },
 
   created() {
-    this.webhooks = this.store.collection<WebhookDoc>("webhooks", [{ fields: { org_id: 1, environment: 1, id: -1 } }]);
+    this.webhooks = this.store.collection<WebhookDoc>("webhooks", [
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+    ]);
     this.deliveries = deliveriesCollection(this.store);
     this.events = eventsCollection(this.store);
   },

@@ -314,11 +314,15 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
   created() {
     const settings = settingsOf(this.broker);
     this.workflows = this.store.collection<WorkflowDoc>("workflows", [
+      // One per filter of the list, each ending in `id`: a page is read in order, never sorted.
       { fields: { org_id: 1, environment: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
     ]);
     this.runs = this.store.collection<RunDoc>(RUNS_COLLECTION, [
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
       // Only runs the engine has work on carry `due_at`: the claim index stays small.
       { fields: { due_at: 1 }, sparse: true },
