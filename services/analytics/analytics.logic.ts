@@ -1,4 +1,5 @@
 import { invalidParam } from "../../shared/errors";
+import { RUN_COUNTS, WEBHOOK_COUNTS, type OutcomePeriod, type RunCount, type WebhookCount } from "../../shared/outcomes";
 import { addHistograms, emptyHistogram, quantileOf } from "../../shared/usage";
 import type { StoredRow } from "./tiers";
 
@@ -74,11 +75,80 @@ export function usageBuckets(rows: readonly Omit<StoredRow, "id">[], window: { f
     }));
 }
 
-/** Counts by status, their total, and the share that succeeded among those that ended. */
-export function outcomes<S extends string>(statuses: readonly S[], items: readonly S[]) {
-  const by_status = Object.fromEntries(statuses.map((s) => [s, 0])) as Record<S, number>;
-  for (const s of items) by_status[s] = (by_status[s] ?? 0) + 1;
-  const succeeded = (by_status as Record<string, number>).succeeded ?? 0;
-  const ended = items.filter((s) => s !== "pending").length;
-  return { total: items.length, by_status, success_rate: ended === 0 ? null : Math.round((succeeded / ended) * 10_000) / 10_000 };
+export interface OutcomePart {
+  period: OutcomePeriod;
+  from: number;
+  to: number;
+}
+
+const floorTo = (ms: number, size: number) => ms - (ms % size);
+const ceilTo = (ms: number, size: number) => floorTo(ms + size - 1, size);
+
+/**
+ * The window outcome counters answer for `[from, to)`: widened to whole hours (and to whole days
+ * before `hoursFrom`, where hour rows are pruned), read from day rows for the whole days inside it
+ * and from hour rows for the hours at its ends. So a window of 90 days reads at most 23 + 91 + 23
+ * rows per webhook or workflow.
+ */
+export function outcomeWindow(from: number, to: number, hoursFrom: number): { from: number; to: number; parts: OutcomePart[] } {
+  let start = floorTo(from, HOUR);
+  let end = ceilTo(to, HOUR);
+  if (start < hoursFrom) start = floorTo(start, DAY);
+  if (end <= hoursFrom) end = ceilTo(end, DAY);
+  const daysFrom = ceilTo(start, DAY);
+  const daysTo = floorTo(end, DAY);
+  const parts: OutcomePart[] =
+    daysFrom < daysTo
+      ? [
+          { period: "hour", from: start, to: daysFrom },
+          { period: "day", from: daysFrom, to: daysTo },
+          { period: "hour", from: daysTo, to: end },
+        ]
+      : [{ period: "hour", from: start, to: end }];
+  return { from: start, to: end, parts: parts.filter((p) => p.from < p.to) };
+}
+
+const rate = (n: number, of: number): number | null => (of === 0 ? null : Math.round((n / of) * 10_000) / 10_000);
+
+function sums<K extends string>(fields: readonly K[], rows: readonly Partial<Record<K, number>>[]): Record<K, number> {
+  const out = Object.fromEntries(fields.map((f) => [f, 0])) as Record<K, number>;
+  for (const row of rows) for (const f of fields) out[f] += row[f] ?? 0;
+  return out;
+}
+
+/**
+ * Deliveries created in the window by status (pending: created and not settled), their attempts,
+ * `success_rate` over attempts (so an endpoint failing its retries counts from its first failed
+ * attempt, not only once its deliveries give up) and `delivery_success_rate` over settled deliveries.
+ */
+export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, number>>[]) {
+  const c = sums(WEBHOOK_COUNTS, rows);
+  // Never below zero, even when a crash lost a `created` count but not its settlement (see shared/outcomes.ts).
+  const pending = Math.max(0, c.created - c.succeeded - c.failed);
+  const attempts = c.attempts_succeeded + c.attempts_failed;
+  return {
+    total: pending + c.succeeded + c.failed,
+    by_status: { pending, succeeded: c.succeeded, failed: c.failed },
+    success_rate: rate(c.attempts_succeeded, attempts),
+    attempts: { total: attempts, succeeded: c.attempts_succeeded, failed: c.attempts_failed },
+    delivery_success_rate: rate(c.succeeded, c.succeeded + c.failed),
+  };
+}
+
+/** Runs that ended in the window by status, and the share that succeeded. */
+export function runOutcomes(rows: readonly Partial<Record<RunCount, number>>[]) {
+  const by_status = sums(RUN_COUNTS, rows);
+  const total = by_status.succeeded + by_status.failed + by_status.cancelled;
+  return { total, by_status, success_rate: rate(by_status.succeeded, total) };
+}
+
+/** Rows grouped by `key` (a webhook's or workflow's id), in id order. */
+export function groupBy<R>(rows: readonly R[], key: (row: R) => string): [string, R[]][] {
+  const groups = new Map<string, R[]>();
+  for (const row of rows) {
+    const group = groups.get(key(row));
+    if (group) group.push(row);
+    else groups.set(key(row), [row]);
+  }
+  return [...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -1,17 +1,15 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
-import { DELIVERY_STATUSES, deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate } from "../../shared/errors";
-import { eventsCollection, type EventDoc } from "../../shared/events";
+import { hourRowsFrom, pruneOutcomes, runOutcomesCollection, webhookOutcomesCollection, type OutcomeRow, type RunOutcomeRow, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Store } from "../../shared/storage/types";
+import type { Collection, Store, Tenant } from "../../shared/storage/types";
 import type { UsageBatch } from "../../shared/usage";
-import { outcomes, usageBuckets, windowOf } from "./analytics.logic";
+import { deliveryOutcomes, groupBy, outcomeWindow, runOutcomes, usageBuckets, windowOf } from "./analytics.logic";
 import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
 import { Tiers, tierSizes, type StoredRow, type TierState } from "./tiers";
 
-const RUN_OUTCOMES = ["succeeded", "failed", "cancelled"] as const;
 const MAINTAIN_EVERY_MS = 60_000;
 /** Minute rows are kept two days once folded into hours; day rows two years. Hours: USAGE_RETENTION_DAYS. */
 const KEEP_MINUTES_MS = 2 * 24 * 60 * 60 * 1000;
@@ -21,17 +19,24 @@ interface AnalyticsVars {
   store: Store;
   usage: Collection<StoredRow>;
   tiers: Tiers;
-  events: Collection<EventDoc>;
-  deliveries: Collection<DeliveryDoc>;
+  webhookOutcomes: Collection<WebhookOutcomeRow>;
+  runOutcomes: Collection<RunOutcomeRow>;
+  /** How long outcome hour rows are kept (as usage's hour rows). */
+  hourKeepMs: number;
   maintainer: NodeJS.Timeout | undefined;
 }
-type AnalyticsMethods = Record<string, never>;
+interface AnalyticsMethods {
+  /** The counter rows answering a window (see outcomeWindow), and the window they cover. */
+  outcomeRows<R extends OutcomeRow>(rows: Collection<R>, tenant: Tenant, params: WindowParams): Promise<{ from: string; to: string; rows: R[] }>;
+  maintainAll(now?: number): Promise<{ folded: number; pruned: number; outcomes_pruned: number }>;
+}
 type Ctx<P> = Context<P, CallMeta>;
 
 /**
  * Usage analytics: the gateways' metered requests (see shared/usage.ts), and run and delivery
- * outcomes read from the event log and the delivery log. Any number of analytics nodes may run:
- * ingesting is idempotent per batch row, and questions read only the store.
+ * outcomes from the counters the workflows service and the webhook dispatcher keep as they happen
+ * (see shared/outcomes.ts). Any number of analytics nodes may run: ingesting is idempotent per
+ * batch row, and questions read only the store, a bounded number of rows each.
  */
 const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, AnalyticsVars> = {
   name: "analytics",
@@ -64,7 +69,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
       visibility: "public",
       params: maintainParams,
       handler(ctx: Context<{ now?: number }>) {
-        return this.tiers.maintain(ctx.params.now);
+        return this.maintainAll(ctx.params.now);
       },
     },
 
@@ -74,7 +79,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
       async handler(ctx: Ctx<UsageParams>) {
         const { granularity, group_by } = ctx.params;
         const window = windowOf(ctx.params.from, ctx.params.to, granularity);
-        const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to);
+        const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to, granularity);
         return {
           from: new Date(window.from).toISOString(),
           to: new Date(window.to).toISOString(),
@@ -89,66 +94,66 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     workflows: {
       params: windowParams,
       async handler(ctx: Ctx<WindowParams>) {
-        const window = windowOf(ctx.params.from, ctx.params.to, "hour");
-        const ended = await this.events.find(tenantOf(ctx), {
-          type: "workflow.completed",
-          created_at: { $gte: new Date(window.from).toISOString(), $lt: new Date(window.to).toISOString() },
-        });
-        const byWorkflow = new Map<string, (typeof RUN_OUTCOMES)[number][]>();
-        for (const e of ended) {
-          const id = String(e.data.workflow_id);
-          byWorkflow.set(id, [...(byWorkflow.get(id) ?? []), e.data.status as (typeof RUN_OUTCOMES)[number]]);
-        }
+        const { from, to, rows } = await this.outcomeRows(this.runOutcomes, tenantOf(ctx), ctx.params);
         return {
-          from: new Date(window.from).toISOString(),
-          to: new Date(window.to).toISOString(),
-          ...outcomes(RUN_OUTCOMES, ended.map((e) => e.data.status as (typeof RUN_OUTCOMES)[number])),
-          workflows: [...byWorkflow].map(([workflow_id, statuses]) => ({ workflow_id, ...outcomes(RUN_OUTCOMES, statuses) })),
+          from,
+          to,
+          ...runOutcomes(rows),
+          workflows: groupBy(rows, (r) => r.workflow_id).map(([workflow_id, mine]) => ({ workflow_id, ...runOutcomes(mine) })),
         };
       },
     },
 
-    /** GET /analytics/webhooks — analytics:read; deliveries created in the window, by status and webhook. */
+    /** GET /analytics/webhooks — analytics:read; deliveries created in the window and their attempts, by status and webhook. */
     webhooks: {
       params: windowParams,
       async handler(ctx: Ctx<WindowParams>) {
-        const window = windowOf(ctx.params.from, ctx.params.to, "hour");
-        const made = await this.deliveries.find(tenantOf(ctx), {
-          created_at: { $gte: new Date(window.from).toISOString(), $lt: new Date(window.to).toISOString() },
-        });
-        const byWebhook = new Map<string, DeliveryDoc["status"][]>();
-        for (const d of made) byWebhook.set(d.webhook_id, [...(byWebhook.get(d.webhook_id) ?? []), d.status]);
+        const { from, to, rows } = await this.outcomeRows(this.webhookOutcomes, tenantOf(ctx), ctx.params);
         return {
-          from: new Date(window.from).toISOString(),
-          to: new Date(window.to).toISOString(),
-          ...outcomes(DELIVERY_STATUSES, made.map((d) => d.status)),
-          webhooks: [...byWebhook].map(([webhook_id, statuses]) => ({ webhook_id, ...outcomes(DELIVERY_STATUSES, statuses) })),
+          from,
+          to,
+          ...deliveryOutcomes(rows),
+          webhooks: groupBy(rows, (r) => r.webhook_id).map(([webhook_id, mine]) => ({ webhook_id, ...deliveryOutcomes(mine) })),
         };
       },
     },
   },
 
-  methods: {},
+  methods: {
+    async outcomeRows(rows, tenant, params) {
+      const now = Date.now();
+      const asked = windowOf(params.from, params.to, "hour", now);
+      const window = outcomeWindow(asked.from, asked.to, hourRowsFrom(now, this.hourKeepMs));
+      const parts = await Promise.all(window.parts.map((p) => rows.find(tenant, { period: p.period, start: { $gte: p.from, $lt: p.to } })));
+      return { from: new Date(window.from).toISOString(), to: new Date(window.to).toISOString(), rows: parts.flat() };
+    },
+
+    async maintainAll(now = Date.now()) {
+      const usage = await this.tiers.maintain(now);
+      const pruned = await Promise.all([pruneOutcomes(this.webhookOutcomes, now, this.hourKeepMs), pruneOutcomes(this.runOutcomes, now, this.hourKeepMs)]);
+      return { ...usage, outcomes_pruned: pruned[0] + pruned[1] };
+    },
+  },
 
   created() {
     // Rows are only inserted and pruned, never updated: `start` can be the embedded store's range index.
     const rows = (name: string) => this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
     this.usage = rows("usage_minutes");
-    const hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
+    this.hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
     this.tiers = new Tiers(
       [
         { name: "minute", size: tierSizes.minute, rows: this.usage, keepMs: KEEP_MINUTES_MS },
-        { name: "hour", size: tierSizes.hour, rows: rows("usage_hours"), keepMs: hourKeepMs },
+        { name: "hour", size: tierSizes.hour, rows: rows("usage_hours"), keepMs: this.hourKeepMs },
         { name: "day", size: tierSizes.day, rows: rows("usage_days"), keepMs: KEEP_DAYS_MS },
       ],
       this.store.collection<TierState>("usage_tiers"),
     );
-    this.events = eventsCollection(this.store);
-    this.deliveries = deliveriesCollection(this.store);
+    this.webhookOutcomes = webhookOutcomesCollection(this.store);
+    this.runOutcomes = runOutcomesCollection(this.store);
   },
 
   started() {
-    this.maintainer = setInterval(() => void this.tiers.maintain().catch((err) => this.logger.warn("usage roll-up failed; the next one retries", err)), MAINTAIN_EVERY_MS);
+    this.maintainer = setInterval(() => void this.maintainAll().catch((err) => this.logger.warn("usage roll-up failed; the next one retries", err)), MAINTAIN_EVERY_MS);
     this.maintainer.unref();
   },
 

@@ -41,6 +41,7 @@ export interface Tier {
 
 export const tierSizes = { minute: MINUTE, hour: HOUR, day: DAY } as const;
 const floorTo = (ms: number, size: number) => ms - (ms % size);
+const ceilTo = (ms: number, size: number) => floorTo(ms + size - 1, size);
 
 /** The rows of `lower` in [start, start + size), summed per dimension into rows of `upper`'s period. */
 export function fold(rows: readonly StoredRow[], tier: "hour" | "day", start: number): StoredRow[] {
@@ -127,16 +128,45 @@ export class Tiers {
   }
 
   /**
-   * A tenant's rows covering [from, to): from the minute tier where it still holds them, else the
-   * hour tier, else the day tier. Each row's `start` is its period's start.
+   * A tenant's rows covering [from, to), each stretch from the coarsest tier that answers it exactly
+   * at `granularity`: day rows for whole days already folded (granularity `day`), hour rows for
+   * whole hours already folded, minute rows for the rest; and where finer rows are pruned, the
+   * coarser ones even for part of a period (as before). So a question reads at most a day's or an
+   * hour's rows per period of its window, not every minute row the gateways sent. Each row's
+   * `start` is its period's start.
    */
-  async rowsFor(scope: Scope, from: number, to: number): Promise<StoredRow[]> {
+  async rowsFor(scope: Scope, from: number, to: number, granularity: "hour" | "day" = "hour"): Promise<StoredRow[]> {
     const [minute, hour, day] = this.tiers;
-    const minutesFrom = (await this.state.get(PLATFORM, "hour"))?.below_kept_from ?? 0;
-    const hoursFrom = (await this.state.get(PLATFORM, "day"))?.below_kept_from ?? 0;
-    const parts: Promise<StoredRow[]>[] = [minute.rows.find(scope, { start: { $gte: Math.max(floorTo(from, MINUTE), minutesFrom), $lt: to } })];
-    if (from < minutesFrom) parts.push(hour.rows.find(scope, { start: { $gte: Math.max(floorTo(from, HOUR), hoursFrom), $lt: Math.min(to, minutesFrom) } }));
-    if (from < hoursFrom) parts.push(day.rows.find(scope, { start: { $gte: floorTo(from, DAY), $lt: Math.min(to, hoursFrom) } }));
+    const [hourState, dayState] = await Promise.all([this.state.get(PLATFORM, "hour"), this.state.get(PLATFORM, "day")]);
+    const minutesFrom = hourState?.below_kept_from ?? 0;
+    const hoursFrom = dayState?.below_kept_from ?? 0;
+    const hoursUntil = hourState?.folded_until ?? 0;
+    const daysUntil = dayState?.folded_until ?? 0;
+    const parts: Promise<StoredRow[]>[] = [];
+    const read = (tier: Tier, a: number, b: number) => {
+      if (a < b) parts.push(tier.rows.find(scope, { start: { $gte: a, $lt: b } }));
+    };
+    const finer = (s: number, e: number) => {
+      if (s < hoursFrom) read(day, floorTo(s, DAY), Math.min(e, hoursFrom));
+      s = Math.max(s, hoursFrom);
+      if (s >= e) return;
+      // Minute rows are pruned only once folded (minutesFrom ≤ hoursUntil).
+      const hoursStart = s < minutesFrom ? floorTo(s, HOUR) : ceilTo(s, HOUR);
+      const hoursEnd = e <= minutesFrom ? e : Math.max(Math.min(floorTo(e, HOUR), hoursUntil), minutesFrom);
+      if (hoursStart >= hoursEnd) return read(minute, floorTo(s, MINUTE), e);
+      read(minute, floorTo(s, MINUTE), hoursStart);
+      read(hour, hoursStart, hoursEnd);
+      read(minute, hoursEnd, e);
+    };
+    const daysStart = ceilTo(from, DAY);
+    const daysEnd = Math.min(floorTo(to, DAY), daysUntil);
+    if (granularity === "day" && daysStart < daysEnd) {
+      finer(from, daysStart);
+      read(day, daysStart, daysEnd);
+      finer(daysEnd, to);
+    } else {
+      finer(from, to);
+    }
     return (await Promise.all(parts)).flat();
   }
 }

@@ -5,6 +5,7 @@ import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
+import { Tally, webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
@@ -62,6 +63,8 @@ interface DispatcherVars {
   pollFailures: number;
   pollAfter: number;
   pruner: Pruner;
+  /** Delivery outcomes counted per webhook, hour and day (see shared/outcomes.ts). */
+  tally: Tally<WebhookOutcomeRow>;
 }
 interface DispatcherMethods {
   leaseMs(): number;
@@ -133,7 +136,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
           const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, { dueAt: now + this.leaseMs(), lease: randomUUID() });
           inserts.push(
             this.deliveries.insert(delivery).then(
-              () => void created.push({ delivery, payload, target }),
+              () => {
+                created.push({ delivery, payload, target });
+                this.tally.add(webhookRowsOf(delivery), { created: 1 });
+              },
               (err: unknown) => {
                 // A unique-index refusal means another node fanned this event out already (a
                 // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
@@ -197,6 +203,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         this.logger.warn(`delivery ${delivery.id}: the claim ran out before the attempt was recorded; another node retries it`);
         return;
       }
+      // Counted once stored, in the delivery's creation hour; a forced settle sent nothing.
+      this.tally.add(webhookRowsOf(delivery), {
+        ...(attempt && !forced && { [outcome.status === "succeeded" ? "attempts_succeeded" : "attempts_failed"]: 1 }),
+        ...(outcome.dueAt === null && { [outcome.status]: 1 }),
+      });
       if (outcome.dueAt !== null) {
         const wait = outcome.dueAt - now;
         if (wait <= LOCAL_TIMER_MAX_MS) {
@@ -294,6 +305,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       ),
     );
     this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
+    this.tally = new Tally(webhookOutcomesCollection(this.store), (message, err) => this.logger.warn(message, err));
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();
@@ -325,6 +337,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       ),
     );
     await this.lanes.idle();
+    await this.tally.flush();
     await this.sender.close();
     await pruning;
   },

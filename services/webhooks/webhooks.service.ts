@@ -4,6 +4,7 @@ import { deliveriesCollection, deliveryView, DELIVERY_DUE, type DeliveryDoc, typ
 import { ApiError, notFound } from "../../shared/errors";
 import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
+import { webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { settingsOf } from "../../shared/runtime";
@@ -44,6 +45,8 @@ interface WebhooksVars {
   webhooks: Collection<WebhookDoc>;
   deliveries: Collection<DeliveryDoc>;
   events: Collection<EventDoc>;
+  /** Delivery outcome counts: a redelivery takes its delivery back out of the settled count. */
+  outcomes: Collection<WebhookOutcomeRow>;
 }
 interface WebhooksMethods {
   ownWebhook(tenant: Tenant, id: string): Promise<WebhookDoc>;
@@ -131,6 +134,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         const removed = await this.webhooks.delete(tenant, { id: ctx.params.id });
         if (!removed) throw notFound("webhook", ctx.params.id);
         await this.deliveries.deleteMany(tenant, { webhook_id: removed.id });
+        await this.outcomes.deleteMany(tenant, { webhook_id: removed.id });
         return webhookView(removed);
       },
     },
@@ -195,10 +199,12 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         if (webhook.status !== "enabled") {
           throw new ApiError("invalid_state", "The webhook is disabled; enable it (PATCH status: enabled) before redelivering", { param: "id" });
         }
+        if (delivery.status === "pending") throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });
         const now = Date.now();
+        // From the settled status read, so the right settled count is taken back below.
         const updated = await this.deliveries.update(
           tenant,
-          { id: delivery.id, status: { $ne: "pending" } },
+          { id: delivery.id, status: delivery.status },
           {
             $set: {
               status: "pending",
@@ -210,7 +216,12 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
             $unset: { lease: true },
           },
         );
-        if (!updated) throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });
+        if (!updated) throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", { param: "delivery_id" });
+        // Pending again: out of its settled count in analytics (see shared/outcomes.ts). The
+        // redelivery stands if that write fails; the count is then one off, and logged.
+        await Promise.all(webhookRowsOf(delivery).map((row) => this.outcomes.increment(row, { [delivery.status]: -1 }))).catch((err: unknown) =>
+          this.logger.warn(`delivery ${delivery.id}: redelivered, but its settled count in analytics could not be taken back`, err),
+        );
         // A lost wake-up only delays the attempt until a dispatcher's next poll.
         this.broker.emit(DELIVERY_DUE, { id: updated.id }).catch(() => undefined);
         return deliveryView(updated);
@@ -294,6 +305,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
     ]);
     this.deliveries = deliveriesCollection(this.store);
     this.events = eventsCollection(this.store);
+    this.outcomes = webhookOutcomesCollection(this.store);
   },
 };
 

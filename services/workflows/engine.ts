@@ -41,6 +41,8 @@ export interface EngineOptions {
   maxActive: number;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
+  /** Told once per run, when its `workflow.completed` is stored (a publish repeated after a crash finds it stored). */
+  ended?: (event: EventDoc) => void;
 }
 
 type Claimed = RunDoc & { lease: string };
@@ -195,7 +197,7 @@ export class RunEngine {
   private async publish(run: Claimed, events: OutboxEvent[]): Promise<void> {
     for (const e of events) {
       try {
-        await recordEvent(this.o.events, this.o.broker, {
+        const stored = await recordEvent(this.o.events, this.o.broker, {
           id: e.id,
           org_id: run.org_id,
           environment: run.environment,
@@ -205,6 +207,7 @@ export class RunEngine {
           origin_workflow_id: run.workflow_id,
           chain_depth: run.chain_depth,
         });
+        if (stored.type === "workflow.completed") this.o.ended?.(stored);
       } catch (err) {
         // Recorded before a crash: its id is taken, so it is stored once.
         if (!isDuplicate(err)) throw err;

@@ -4,6 +4,7 @@ import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
+import { runOutcomesCollection, runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
@@ -44,6 +45,8 @@ interface WorkflowsVars {
   consumer: EventConsumer;
   sweeper: NodeJS.Timeout | undefined;
   pruner: Pruner;
+  /** Runs that ended, counted per workflow, hour and day (see shared/outcomes.ts). */
+  tally: Tally<RunOutcomeRow>;
 }
 interface WorkflowsMethods {
   checkedSteps(steps: unknown, tenant: Required<Tenant>): Promise<Step[]>;
@@ -329,6 +332,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       ...RUN_RETENTION_INDEXES,
     ]);
     this.events = eventsCollection(this.store);
+    this.tally = new Tally(runOutcomesCollection(this.store), (message, err) => this.logger.warn(message, err));
     this.engine = new RunEngine({
       runs: this.runs,
       events: this.events,
@@ -337,6 +341,8 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       allowPrivate: settings.webhookAllowPrivateTargets,
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: MAX_ACTIVE_RUNS,
+      ended: ({ org_id, environment, data, created_at }) =>
+        this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 }),
     });
     this.consumer = new EventConsumer(this.events, "untriggered_since", (tenant, events) => this.trigger(tenant, events), this.logger);
     this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
@@ -354,6 +360,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     clearInterval(this.sweeper);
     this.consumer.stop();
     await Promise.all([this.engine.stop(), this.pruner.stop()]);
+    await this.tally.flush();
   },
 };
 

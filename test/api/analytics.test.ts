@@ -192,7 +192,7 @@ describe("run and delivery outcomes", () => {
     expect((await call("GET", "/analytics/workflows", suite.globex.live)).body.data.total).toBe(0);
   });
 
-  it("counts deliveries by status, per webhook", async () => {
+  it("counts deliveries by status and their attempts, per webhook", async () => {
     const { acme } = suite;
     const good = (await call("POST", "/webhooks", acme.test, { url: rx.url("/good"), events: ["d.count"] })).body.data;
     rx.setSecret("/good", good.secret);
@@ -205,8 +205,15 @@ describe("run and delivery outcomes", () => {
       await sleep(100);
       body = (await call("GET", "/analytics/webhooks", acme.test)).body.data;
     } while ((body.by_status.pending > 0 || body.total < 2) && Date.now() < deadline);
-    expect(body).toMatchObject({ total: 2, by_status: { pending: 0, succeeded: 1, failed: 1 }, success_rate: 0.5 });
-    expect(body.webhooks.find((w: any) => w.webhook_id === good.id)).toMatchObject({ total: 1, success_rate: 1 });
-    expect(body.webhooks.find((w: any) => w.webhook_id === broken.id)).toMatchObject({ total: 1, success_rate: 0 });
+    // One attempt succeeded, five failed (the broken endpoint's whole series).
+    expect(body).toMatchObject({
+      total: 2,
+      by_status: { pending: 0, succeeded: 1, failed: 1 },
+      attempts: { total: 6, succeeded: 1, failed: 5 },
+      success_rate: 0.1667,
+      delivery_success_rate: 0.5,
+    });
+    expect(body.webhooks.find((w: any) => w.webhook_id === good.id)).toMatchObject({ total: 1, success_rate: 1, attempts: { total: 1 } });
+    expect(body.webhooks.find((w: any) => w.webhook_id === broken.id)).toMatchObject({ total: 1, success_rate: 0, attempts: { failed: 5 } });
   });
 });

@@ -1,0 +1,136 @@
+import { ALL_TENANTS, type Collection, type Doc, type Environment, type IndexSpec, type Store } from "./storage/types";
+
+/**
+ * Run and delivery outcomes, counted as they happen (contract section 9): one counter row per
+ * webhook or workflow per hour and per day, so /analytics/webhooks and /analytics/workflows answer
+ * any window from a bounded number of rows (at most 23 + 91 + 23 per subject for 90 days) whatever
+ * was delivered or run in it.
+ *
+ * A delivery counts in the hour and day it was created: `created` when the dispatcher creates it,
+ * each attempt as `attempts_succeeded` / `attempts_failed` when it ends, and `succeeded` / `failed`
+ * when the delivery settles; a redelivery (webhooks service) takes it out of its settled count, so
+ * `created - succeeded - failed` is exactly the deliveries still pending. A run counts by its end
+ * status in the hour and day its `workflow.completed` event was stored (once per run: the outbox
+ * stores that event once).
+ *
+ * Writers: the webhook dispatcher and the webhooks service (webhook rows), the workflows service
+ * (run rows), each an atomic `increment` (several nodes count into one row exactly); analytics reads
+ * them and prunes old ones. A counter is written just after the write it counts, not in the same
+ * transaction: a node killed between the two loses those counts (see Tally).
+ */
+export const OUTCOME_PERIODS = { hour: 3_600_000, day: 86_400_000 } as const;
+export type OutcomePeriod = keyof typeof OUTCOME_PERIODS;
+
+export interface OutcomeRow extends Doc {
+  environment: Environment;
+  period: OutcomePeriod;
+  /** The period's start, ms since the epoch (UTC). */
+  start: number;
+}
+
+export const WEBHOOK_COUNTS = ["created", "succeeded", "failed", "attempts_succeeded", "attempts_failed"] as const;
+export type WebhookCount = (typeof WEBHOOK_COUNTS)[number];
+export interface WebhookOutcomeRow extends OutcomeRow, Partial<Record<WebhookCount, number>> {
+  webhook_id: string;
+}
+
+export const RUN_COUNTS = ["succeeded", "failed", "cancelled"] as const;
+export type RunCount = (typeof RUN_COUNTS)[number];
+export interface RunOutcomeRow extends OutcomeRow, Partial<Record<RunCount, number>> {
+  workflow_id: string;
+}
+
+const OUTCOME_INDEXES: IndexSpec[] = [
+  // A window's rows of one tenant, by period.
+  { fields: { org_id: 1, environment: 1, period: 1, start: 1 } },
+  // Pruning, across tenants.
+  { fields: { period: 1, start: 1 } },
+];
+
+export function webhookOutcomesCollection(store: Store): Collection<WebhookOutcomeRow> {
+  // Deleting a webhook deletes its rows with its delivery log.
+  return store.collection<WebhookOutcomeRow>("webhook_outcomes", [...OUTCOME_INDEXES, { fields: { org_id: 1, webhook_id: 1 } }]);
+}
+
+export function runOutcomesCollection(store: Store): Collection<RunOutcomeRow> {
+  return store.collection<RunOutcomeRow>("workflow_outcomes", OUTCOME_INDEXES);
+}
+
+const periodsAt = (at: number) =>
+  (Object.entries(OUTCOME_PERIODS) as [OutcomePeriod, number][]).map(([period, size]) => ({ period, start: at - (at % size) }));
+
+/** The hour and day rows of a delivery's webhook that count it: those of its creation. */
+export function webhookRowsOf(delivery: { org_id: string; environment: Environment; webhook_id: string; created_at: string }): WebhookOutcomeRow[] {
+  const { org_id, environment, webhook_id } = delivery;
+  return periodsAt(Date.parse(delivery.created_at)).map(({ period, start }) => ({ id: `${webhook_id}.${period}.${start}`, org_id, environment, webhook_id, period, start }));
+}
+
+/** The hour and day rows of a workflow that count a run whose end was recorded at `at` (ISO). */
+export function runRowsOf(run: { org_id: string; environment: Environment; workflow_id: string }, at: string): RunOutcomeRow[] {
+  const { org_id, environment, workflow_id } = run;
+  return periodsAt(Date.parse(at)).map(({ period, start }) => ({ id: `${workflow_id}.${period}.${start}`, org_id, environment, workflow_id, period, start }));
+}
+
+/**
+ * Hour rows are kept `hourKeepMs` (USAGE_RETENTION_DAYS, as usage's hour rows), day rows two years.
+ * Hour rows start at this day boundary; a question about earlier hours reads their day's row.
+ */
+export const hourRowsFrom = (now: number, hourKeepMs: number): number => {
+  const t = now - hourKeepMs;
+  return t - (t % OUTCOME_PERIODS.day);
+};
+export const DAY_ROWS_KEEP_MS = 730 * OUTCOME_PERIODS.day;
+
+/** Deletes the hour and day rows past their keep; answers how many went. */
+export async function pruneOutcomes<T extends OutcomeRow>(rows: Collection<T>, now: number, hourKeepMs: number): Promise<number> {
+  const hours = await rows.deleteMany(ALL_TENANTS, { period: "hour", start: { $lt: hourRowsFrom(now, hourKeepMs) } });
+  const days = await rows.deleteMany(ALL_TENANTS, { period: "day", start: { $lt: now - DAY_ROWS_KEEP_MS } });
+  return hours + days;
+}
+
+/**
+ * One node's counts on their way to the store: what is counted during one turn of the event loop
+ * is summed per row and written at the end of the turn, one `increment` per row (a burst of a
+ * thousand settled deliveries of one webhook costs two writes, not two thousand). A process killed
+ * holds at most that one turn's counts, besides those whose write was in flight: at most the
+ * attempts (or run ends) that completed in its last turn. A failed counter write is logged, never
+ * thrown into the delivery or run it counts.
+ */
+export class Tally<T extends OutcomeRow> {
+  private held = new Map<string, { row: T; inc: Record<string, number> }>();
+  private scheduled: NodeJS.Immediate | undefined;
+  private readonly writing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly rows: Collection<T>,
+    private readonly warn: (message: string, err: unknown) => void,
+  ) {}
+
+  add(rows: readonly T[], inc: Partial<Record<string, number>>): void {
+    for (const row of rows) {
+      let entry = this.held.get(row.id);
+      if (!entry) {
+        entry = { row, inc: {} };
+        this.held.set(row.id, entry);
+      }
+      for (const [field, n] of Object.entries(inc)) if (n) entry.inc[field] = (entry.inc[field] ?? 0) + n;
+    }
+    this.scheduled ??= setImmediate(() => void this.flush());
+  }
+
+  /** Writes what is held now; resolves once every counter write asked for so far has answered. */
+  async flush(): Promise<void> {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    const batch = [...this.held.values()];
+    this.held = new Map();
+    for (const { row, inc } of batch) {
+      const write: Promise<void> = this.rows
+        .increment(row, inc)
+        .catch((err: unknown) => this.warn(`outcome counts of ${row.id} lost (${JSON.stringify(inc)})`, err))
+        .finally(() => this.writing.delete(write));
+      this.writing.add(write);
+    }
+    await Promise.all([...this.writing]);
+  }
+}
