@@ -9,7 +9,8 @@ import { inspect } from "node:util";
 const errorFields = (err: Error) => ({ name: err.name, message: err.message, ...((err as { code?: unknown }).code !== undefined && { code: (err as { code?: unknown }).code }), stack: err.stack });
 
 export function jsonLines(type: string, args: unknown[], bindings: Record<string, unknown> = {}): string[] {
-  const fields: Record<string, unknown> = {};
+  // No prototype: a logged object's `__proto__` key (clients' JSON may hold one) is a field like any other.
+  const fields: Record<string, unknown> = Object.create(null);
   const words: string[] = [];
   for (const arg of args) {
     if (arg instanceof Error) fields.err = errorFields(arg);

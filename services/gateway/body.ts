@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { ApiError } from "../../shared/errors";
+import { formatPath, MAX_JSON_DEPTH, parseJsonWithinLimits } from "../../shared/json-limits";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -12,7 +13,10 @@ const tooLarge = () => new ApiError("payload_too_large", `The request body is ov
 
 /**
  * The request's JSON object, or undefined when it sent no body. Refuses other media types (415),
- * bodies over 1 MiB (413, without reading them whole) and anything but a JSON object (400).
+ * bodies over 1 MiB (413, without reading them whole), anything but a JSON object (400
+ * `invalid_json`), and, naming the field (400 `parameter_invalid`), objects and arrays nested more
+ * than MAX_JSON_DEPTH levels deep (the body is level 1) and strings or keys that are not
+ * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). See shared/json-limits.ts.
  */
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
   if (!hasBody(req)) return undefined;
@@ -35,14 +39,22 @@ export async function readJsonBody(req: IncomingMessage): Promise<Record<string,
     req.once("end", () => ok(Buffer.concat(chunks, size)));
     req.once("error", fail);
   });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new ApiError("invalid_json", "The request body is not valid JSON");
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+  const text = raw.toString("utf8");
+  const checked = parseJsonWithinLimits(text);
+  if (!checked.ok && checked.kind === "invalid_json") throw new ApiError("invalid_json", "The request body is not valid JSON");
+  const parsed = checked.ok ? checked.value : undefined;
+  // (A valid body refused for its nesting or its text comes without its value: its first
+  // character says whether it is an object.)
+  if (checked.ok ? typeof parsed !== "object" || parsed === null || Array.isArray(parsed) : !/^[ \t\n\r]*\{/.test(text)) {
     throw new ApiError("invalid_json", "The request body must be a JSON object");
+  }
+  if (!checked.ok) {
+    const param = formatPath(checked.path);
+    const message =
+      checked.kind === "too_deep"
+        ? `${param} is nested too deep: request bodies may nest objects and arrays ${MAX_JSON_DEPTH} levels deep (the body itself is level 1)`
+        : `${checked.key ? `The key of ${param}` : param} is not well-formed Unicode: it holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair)`;
+    throw new ApiError("parameter_invalid", message, { param });
   }
   return parsed as Record<string, unknown>;
 }

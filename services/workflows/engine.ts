@@ -5,10 +5,11 @@ import { isDuplicate } from "../../shared/errors";
 import { recordEvent, type EventDoc } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
+import { describeJsonFault, parseJsonWithinLimits } from "../../shared/json-limits";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { outbound, outboundAgent } from "../../shared/outbound";
 import { ALL_TENANTS, type Collection, type Update } from "../../shared/storage/types";
-import { finish, render, retryDelay, scopeOf, TERMINAL, type OutboxEvent, type RunDoc, type RunStep } from "./runs.logic";
+import { eventDataFault, finish, render, retryDelay, scopeOf, TERMINAL, type OutboxEvent, type RunDoc, type RunStep } from "./runs.logic";
 import { boundedOutput, cutAnswer, outputsBytes, TemplateError } from "./outputs";
 import type { HttpStep, Step } from "./workflows.logic";
 
@@ -306,10 +307,15 @@ export class RunEngine {
           type: "approval.requested",
           data: { workflow_id: run.workflow_id, run_id: run.id, step_id: step.id, message },
         };
+        const fault = eventDataFault(event.data);
+        if (fault) return this.save(run, finish({ ...run, steps: put({}) }, "failed", at, "failed", `approval.requested: ${fault}`));
         return this.save(run, { status: "waiting", steps: put({ status: "waiting", started_at: at }), outbox: [...run.outbox, event] });
       }
       case "emit": {
         const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
+        // A template may have put a deep value into the data: it must be what POST /events takes.
+        const fault = eventDataFault(data);
+        if (fault) return this.save(run, finish({ ...run, steps: put({ attempts: 1 }) }, "failed", at, "failed", fault));
         const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
         const set = {
           status: "running" as const,
@@ -363,16 +369,23 @@ export class RunEngine {
     const res = await outbound(this.agent, url, { method: step.method, headers: lower, body, timeoutMs: step.timeout_ms, keep: ANSWER_LIMIT });
     if (!res.answered) return { ok: false, output: null, error: res.error };
     let parsed: unknown = res.text;
+    let refused: string | null = null;
     // Longer than what is read of it: not kept, the output says so (outputs.ts).
     const cut = res.bytes > ANSWER_LIMIT;
     if (!cut && res.contentType.includes("json")) {
-      try {
-        parsed = JSON.parse(res.text);
-      } catch {
-        parsed = res.text;
+      // Held to the limits of a request body (shared/json-limits.ts): an answer nested too deep or
+      // holding lone surrogates (which no UTF-8 store holds as they are) is not stored, and fails
+      // the attempt like a bad status, under the step's retries. Not JSON after all: kept as text.
+      const checked = parseJsonWithinLimits(res.text);
+      if (checked.ok) parsed = checked.value;
+      else if (checked.kind !== "invalid_json") {
+        parsed = null;
+        refused = `the answer's JSON is ${describeJsonFault(checked)}`;
       }
     }
-    const ok = res.status >= 200 && res.status < 300;
-    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error: ok ? null : `the server answered ${res.status}` };
+    const good = res.status >= 200 && res.status < 300;
+    const ok = good && refused === null;
+    const error = ok ? null : good ? refused : `the server answered ${res.status}${refused ? `; ${refused}` : ""}`;
+    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error };
   }
 }

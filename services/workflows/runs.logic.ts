@@ -1,4 +1,5 @@
 import { newId } from "../../shared/ids";
+import { describeJsonFault, findJsonFault } from "../../shared/json-limits";
 import type { Doc, Environment } from "../../shared/storage/types";
 import { checkReadable } from "./outputs";
 import type { Step, WorkflowDoc } from "./workflows.logic";
@@ -144,11 +145,12 @@ export function scopeOf(run: RunDoc): TemplateScope {
   return { input: run.input, steps };
 }
 
+/** The value at a dotted path: own members only (`{{input.constructor}}` is a key of the input or nothing). */
 function lookup(scope: TemplateScope, expression: string): unknown {
   let value: unknown = scope;
   const parts = expression.trim().split(".");
   for (const [i, part] of parts.entries()) {
-    if (value === null || typeof value !== "object") return undefined;
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, part)) return undefined;
     value = (value as Record<string, unknown>)[part];
     // A truncated output (outputs.ts) cannot be read into: throws TemplateError.
     if (i === 2 && parts[0] === "steps") checkReadable(value, parts[1], parts.slice(3), expression);
@@ -176,6 +178,16 @@ export function render(value: unknown, scope: TemplateScope): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, render(v, scope)]));
   }
   return value;
+}
+
+/**
+ * Why an event's data (an emit step's, once filled) cannot be published, or null: it is held to what
+ * POST /events accepts, where `data` is level 2 of the body. Templates can put deep values into it,
+ * and without this an event-started chain of runs could nest its data deeper with every link.
+ */
+export function eventDataFault(data: unknown): string | null {
+  const fault = findJsonFault(data, { level: 2 });
+  return fault && `the event's data, once its templates are filled, is ${describeJsonFault(fault, "data")}`;
 }
 
 /** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */

@@ -1,5 +1,6 @@
 import { ApiError, invalidParam, type ErrorCode } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
+import { formatPath } from "../../shared/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
 import type { Doc, Environment } from "../../shared/storage/types";
 
@@ -74,7 +75,7 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? 
 export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw)) throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
   const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type");
-  if (unknown) throw new ApiError("parameter_unknown", `trigger has no field '${unknown}'`, { param: `trigger.${unknown}` });
+  if (unknown !== undefined) throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
   if (raw.type === "manual") {
     if (raw.event_type !== undefined) throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
@@ -97,8 +98,9 @@ class StepFault {
     private readonly id: string | undefined,
   ) {}
 
+  /** `field` is a path inside the step as formatPath writes it (`url`, `body.a[0]`, `["a.b"]`). */
   param(field?: string): string {
-    return `steps[${this.index}]${field ? `.${field}` : ""}`;
+    return `steps[${this.index}]${field ? (field.startsWith("[") ? field : `.${field}`) : ""}`;
   }
 
   error(field: string | undefined, message: string, code: ErrorCode = "parameter_invalid"): ApiError {
@@ -137,7 +139,7 @@ function checkTemplates(fault: StepFault, field: string, value: unknown, earlier
   } else if (Array.isArray(value)) {
     value.forEach((v, i) => checkTemplates(fault, `${field}[${i}]`, v, earlier));
   } else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) checkTemplates(fault, `${field}.${k}`, v, earlier);
+    for (const [k, v] of Object.entries(value)) checkTemplates(fault, formatPath([k], field), v, earlier);
   }
 }
 
@@ -165,7 +167,9 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     const type = item.type as StepType;
     if (!STEP_TYPES.includes(type)) throw fault.error("type", `type must be one of ${STEP_TYPES.join(", ")}`);
     const extra = Object.keys(item).find((k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k));
-    if (extra) throw fault.error(extra, `a ${type} step has no field '${extra}' (it takes ${FIELDS[type].join(", ")})`, "parameter_unknown");
+    if (extra !== undefined) {
+      throw fault.error(formatPath([extra]), `a ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`, "parameter_unknown");
+    }
     for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier);
     steps.push(await checkStep(fault, id, type, item, rules));
     earlier.add(id);
@@ -194,7 +198,7 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
         throw fault.error("headers", "headers must be an object of at most 50 names with string values");
       }
       const bad = Object.keys(headers).find((h) => !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h));
-      if (bad !== undefined) throw fault.error(`headers.${bad}`, `'${bad}' is not a valid header name`);
+      if (bad !== undefined) throw fault.error(formatPath([bad], "headers"), `${JSON.stringify(bad)} is not a valid header name`);
       if (item.body !== undefined && jsonBytes(item.body) > STEP_VALUE_MAX_BYTES) {
         throw fault.error("body", `body is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
       }

@@ -130,7 +130,7 @@ describe("workflow validation names the step and the field", () => {
     ["an unknown method", { steps: [http({ method: "BREW" })] }, "parameter_invalid", "steps[0].method"],
     ["a time-out over a minute", { steps: [http({ timeout_ms: 60_001 })] }, "parameter_invalid", "steps[0].timeout_ms"],
     ["too many retries", { steps: [http({ retries: 11 })] }, "parameter_invalid", "steps[0].retries"],
-    ["a bad header name", { steps: [http({ headers: { "x bad": "1" } })] }, "parameter_invalid", "steps[0].headers.x bad"],
+    ["a bad header name", { steps: [http({ headers: { "x bad": "1" } })] }, "parameter_invalid", 'steps[0].headers["x bad"]'],
     ["a header that is not a string", { steps: [http({ headers: { "x-n": 1 } })] }, "parameter_invalid", "steps[0].headers"],
     ["an oversized body", { steps: [http({ body: { blob: "x".repeat(70_000) } })] }, "parameter_invalid", "steps[0].body"],
     ["a zero delay", { steps: [{ type: "delay", duration_ms: 0 }] }, "parameter_invalid", "steps[0].duration_ms"],

@@ -57,6 +57,19 @@ it("answers many concurrent calls, each with its own answer, and keeps events in
   expect(seen).toEqual(ns);
 });
 
+it("carries JSON keys as they are, __proto__ included, both ways", async () => {
+  // msgpackr on its own decodes a `__proto__` key as `__proto_`; the serializer escapes such keys.
+  const data = JSON.parse('{"__proto__":{"__proto__":1,"__proto_":2},"constructor":3,"a.b":4,"$x":5,"":6,"\\u0000":7}');
+  const server = broker("keys-server");
+  server.createService({ name: "keys", actions: { echo: (ctx: Context<{ data: unknown }>) => ({ got: JSON.stringify(ctx.params.data), data: ctx.params.data }) } });
+  const client = broker("keys-client");
+  await Promise.all([server.start(), client.start()]);
+  await client.waitForServices(["keys"]);
+  const answer = await client.call<{ got: string; data: unknown }, { data: unknown }>("keys.echo", { data });
+  expect(answer.got).toBe(JSON.stringify(data));
+  expect(JSON.stringify(answer.data)).toBe(JSON.stringify(data));
+});
+
 it("sends what it still holds before a stopping broker closes its connection", async () => {
   const got: string[] = [];
   const listener = broker("listener");

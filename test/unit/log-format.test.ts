@@ -14,6 +14,13 @@ describe("log lines", () => {
     expect(JSON.parse(jsonLines("warn", ["lost", new TypeError("x")])[0])).toMatchObject({ msg: "lost", err: { name: "TypeError" } });
   });
 
+  it("keep a logged object's __proto__ key as a field", () => {
+    const parsed = JSON.parse(jsonLines("info", [JSON.parse('{"__proto__":{"polluted":true},"constructor":1}'), "odd"])[0]);
+    expect(Object.keys(parsed)).toEqual(expect.arrayContaining(["__proto__", "constructor"]));
+    expect(Object.getOwnPropertyDescriptor(parsed, "__proto__")?.value).toEqual({ polluted: true });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it("survive a value JSON cannot hold", () => {
     const loop: Record<string, unknown> = {};
     loop.self = loop;
