@@ -57,9 +57,7 @@ export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
     // The delivery log's pages, all or by status.
     { fields: { org_id: 1, environment: 1, webhook_id: 1, id: -1 } },
     { fields: { org_id: 1, environment: 1, webhook_id: 1, status: 1, id: -1 } },
-    { fields: { status: 1, due_at: 1 } },
-    // The embedded store's claim index (it cannot use the compound one for a range): only pending
-    // deliveries have `due_at`.
+    // The claim index: only pending deliveries have `due_at`, so it holds just those, in due order.
     { fields: { due_at: 1 }, sparse: true },
   ]);
 }

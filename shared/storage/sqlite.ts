@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { Worker } from "node:worker_threads";
 import { ApiError, DuplicateKeyError } from "../errors";
 import { checkUpdate, scoped } from "./scope";
 import { applyUpdate } from "./update";
@@ -16,7 +17,31 @@ const BUSY_GIVE_UP_MS = 10_000;
 /** Statements kept prepared per connection; filter shapes are few, so this is never reached in use. */
 const MAX_STATEMENTS = 1000;
 
-type Row = { rid: number; doc: string };
+/**
+ * Checkpoints (copying the WAL back into the database file, and its fsync) run on a thread of their
+ * own, never in a committing write on the event loop, where each stalled the process ~10 ms. PASSIVE
+ * every CHECKPOINT_MS; past WAL_TRUNCATE_BYTES, TRUNCATE, which takes the write lock for a moment
+ * (the event loop's writers meanwhile retry, as for any other process's lock) and bounds the file.
+ */
+const CHECKPOINT_MS = 250;
+const WAL_TRUNCATE_BYTES = 256 * 1024 * 1024;
+const CHECKPOINTER = `
+const { workerData, parentPort } = require("node:worker_threads");
+const { DatabaseSync } = require("node:sqlite");
+const { statSync } = require("node:fs");
+const db = new DatabaseSync(workerData.file, { timeout: 2000 });
+db.exec("PRAGMA wal_autocheckpoint = 0");
+const timer = setInterval(() => {
+  try {
+    let wal = 0;
+    try { wal = statSync(workerData.file + "-wal").size; } catch {}
+    db.exec(wal > workerData.truncateBytes ? "PRAGMA wal_checkpoint(TRUNCATE)" : "PRAGMA wal_checkpoint(PASSIVE)");
+  } catch (err) {
+    // Busy (another process checkpoints) or a failing disk: the next turn tries again.
+  }
+}, workerData.everyMs);
+parentPort.on("message", () => { clearInterval(timer); db.close(); parentPort.close(); });
+`;
 
 /** SQLite's primary result codes that matter here (the extended code's low byte). */
 const SQLITE_BUSY = 5;
@@ -53,17 +78,12 @@ export function storageUnavailable(err: unknown): ApiError {
 
 /** Field names the services filter and sort on: dotted identifiers, never data from a request. */
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+const TOP_LEVEL = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The three fields every document has, kept as real columns (and in `doc`). */
+const BUILT_IN: Record<string, string> = { id: "id", org_id: "org_id", environment: "env" };
 
-/** The SQL expression of a document field: the real columns for the three every query uses. */
-function column(path: string): string {
-  if (path === "id") return "id";
-  if (path === "org_id") return "org_id";
-  if (path === "environment") return "env";
-  if (!PATH.test(path)) throw new ApiError("internal_error", `storage: '${path}' is not a field path`);
-  return `json_extract(doc, '$.${path}')`;
-}
-const jsonType = (path: string) => `json_type(doc, '$.${path}')`;
-const isColumn = (path: string) => path === "id" || path === "org_id" || path === "environment";
+/** A value a field column holds: a string or a number SQLite gives back exactly. Anything else stays in `doc`. */
+const columnValue = (v: unknown): v is string | number => typeof v === "string" || (typeof v === "number" && Number.isFinite(v) && (Number.isSafeInteger(v) || !Number.isInteger(v)));
 
 interface Sql {
   where: string[];
@@ -75,78 +95,161 @@ function scalar(path: string, value: unknown): SQLInputValue {
   throw new ApiError("internal_error", `storage: cannot compare '${path}' with ${JSON.stringify(value)}`);
 }
 
-/** `path = value` with JSON's types kept apart (a boolean is not the number 1; null is also absent). */
-function equals(sql: Sql, path: string, value: unknown): string {
-  if (value === null) return `${column(path)} IS NULL`;
-  if (typeof value === "boolean") return isColumn(path) ? "0" : `${jsonType(path)} = '${value}'`;
-  sql.params.push(scalar(path, value));
-  return `${column(path)} = ?`;
-}
-
-function within(sql: Sql, path: string, values: unknown[]): string {
-  const plain = values.filter((v) => v !== null && typeof v !== "boolean").map((v) => scalar(path, v));
-  const parts = values.filter((v) => v === null || typeof v === "boolean").map((v) => equals(sql, path, v));
-  if (plain.length > 0) {
-    sql.params.push(JSON.stringify(plain));
-    parts.push(`${column(path)} IN (SELECT value FROM json_each(?))`);
-  }
-  return parts.length === 0 ? "0" : `(${parts.join(" OR ")})`;
-}
-
 const RANGE = { $lt: "<", $lte: "<=", $gt: ">", $gte: ">=" } as const;
 
-/** A range only compares values of the same JSON type, as MongoDB does. */
-function range(sql: Sql, path: string, op: keyof typeof RANGE, value: unknown): string {
-  sql.params.push(scalar(path, value));
-  const types = typeof value === "number" ? "('integer', 'real')" : "('text')";
-  return `(${column(path)} ${RANGE[op]} ? AND typeof(${column(path)}) IN ${types})`;
-}
+/** A stored row: the document's JSON text, without its field columns, and those columns. */
+type Row = { rid: number; doc: string } & Record<string, string | number | null>;
 
-/** Compiles a filter (see `Filter`) into SQL conditions and their parameters. */
-function compile(scope: Scope, filter: Filter): Sql {
-  const sql: Sql = { where: [], params: [] };
-  for (const [path, cond] of Object.entries(scoped(scope, filter))) {
-    if (cond === null || typeof cond !== "object" || Array.isArray(cond)) {
-      sql.where.push(equals(sql, path, cond));
-      continue;
+/**
+ * Where each field of a collection's documents lives. Every top-level field an index names is a
+ * real column (`c_<field>`) while it holds a string or a number, and is left out of `doc`; other
+ * values of it (a boolean, null, an object) stay in `doc`. So an index is on a column, and an update
+ * that only changes such fields (a marker unset, a claim's due time) writes those columns alone:
+ * no JSON re-written, and only the indexes on them touched. Dotted paths are JSON expressions on
+ * `doc`. Documents read back are `doc` with the columns' values added (after the other fields).
+ */
+class Layout {
+  /** Field columns, in declaration order. */
+  readonly fields: string[] = [];
+  private readonly set = new Set<string>();
+
+  has(field: string): boolean {
+    return this.set.has(field);
+  }
+
+  add(field: string): boolean {
+    if (!TOP_LEVEL.test(field) || field in BUILT_IN || this.set.has(field)) return false;
+    this.set.add(field);
+    this.fields.push(field);
+    return true;
+  }
+
+  /** The SQL of a field: its column, or the JSON expression for a dotted path. */
+  expr(path: string): string {
+    if (path in BUILT_IN) return BUILT_IN[path];
+    if (this.set.has(path)) return `"c_${path}"`;
+    if (!PATH.test(path)) throw new ApiError("internal_error", `storage: '${path}' is not a field path`);
+    return `json_extract(doc, '$.${path}')`;
+  }
+
+  private jsonType(path: string): string {
+    return `json_type(doc, '$.${path}')`;
+  }
+
+  /** `path = value` with JSON's types kept apart (a boolean is not the number 1; null is also absent). */
+  private equals(sql: Sql, path: string, value: unknown): string {
+    if (path in BUILT_IN) {
+      if (value === null) return `${BUILT_IN[path]} IS NULL`;
+      if (typeof value === "boolean") return "0";
     }
-    for (const [op, value] of Object.entries(cond)) {
-      switch (op) {
-        case "$in":
-          sql.where.push(within(sql, path, value as unknown[]));
-          break;
-        case "$nin":
-          sql.where.push(`NOT COALESCE(${within(sql, path, value as unknown[])}, 0)`);
-          break;
-        case "$ne":
-          sql.where.push(`NOT COALESCE(${equals(sql, path, value)}, 0)`);
-          break;
-        case "$lt":
-        case "$lte":
-        case "$gt":
-        case "$gte":
-          sql.where.push(range(sql, path, op, value));
-          break;
-        case "$exists":
-          sql.where.push(`${isColumn(path) ? column(path) : jsonType(path)} IS ${value ? "NOT " : ""}NULL`);
-          break;
-        default:
-          throw new ApiError("internal_error", `storage: unsupported operator '${op}'`);
+    if (value === null) return this.set.has(path) ? `(${this.expr(path)} IS NULL AND json_extract(doc, '$.${path}') IS NULL)` : `${this.expr(path)} IS NULL`;
+    if (typeof value === "boolean") return `${this.jsonType(path)} = '${value}'`;
+    sql.params.push(scalar(path, value));
+    return `${this.expr(path)} = ?`;
+  }
+
+  private within(sql: Sql, path: string, values: unknown[]): string {
+    const plain = values.filter((v) => v !== null && typeof v !== "boolean").map((v) => scalar(path, v));
+    const parts = values.filter((v) => v === null || typeof v === "boolean").map((v) => this.equals(sql, path, v));
+    if (plain.length > 0) {
+      sql.params.push(JSON.stringify(plain));
+      parts.push(`${this.expr(path)} IN (SELECT value FROM json_each(?))`);
+    }
+    return parts.length === 0 ? "0" : `(${parts.join(" OR ")})`;
+  }
+
+  /** A range only compares values of the same JSON type, as MongoDB does. */
+  private range(sql: Sql, path: string, op: keyof typeof RANGE, value: unknown): string {
+    sql.params.push(scalar(path, value));
+    const types = typeof value === "number" ? "('integer', 'real')" : "('text')";
+    return `(${this.expr(path)} ${RANGE[op]} ? AND typeof(${this.expr(path)}) IN ${types})`;
+  }
+
+  private exists(path: string): string {
+    if (path in BUILT_IN) return `${BUILT_IN[path]} IS NOT NULL`;
+    if (this.set.has(path)) return `(${this.expr(path)} IS NOT NULL OR ${this.jsonType(path)} IS NOT NULL)`;
+    return `${this.jsonType(path)} IS NOT NULL`;
+  }
+
+  /** Compiles a filter (see `Filter`) into SQL conditions and their parameters. */
+  compile(scope: Scope, filter: Filter): Sql {
+    const sql: Sql = { where: [], params: [] };
+    for (const [path, cond] of Object.entries(scoped(scope, filter))) {
+      if (cond === null || typeof cond !== "object" || Array.isArray(cond)) {
+        sql.where.push(this.equals(sql, path, cond));
+        continue;
+      }
+      for (const [op, value] of Object.entries(cond)) {
+        switch (op) {
+          case "$in":
+            sql.where.push(this.within(sql, path, value as unknown[]));
+            break;
+          case "$nin":
+            sql.where.push(`NOT COALESCE(${this.within(sql, path, value as unknown[])}, 0)`);
+            break;
+          case "$ne":
+            sql.where.push(`NOT COALESCE(${this.equals(sql, path, value)}, 0)`);
+            break;
+          case "$lt":
+          case "$lte":
+          case "$gt":
+          case "$gte":
+            sql.where.push(this.range(sql, path, op, value));
+            break;
+          case "$exists":
+            sql.where.push(value ? this.exists(path) : `NOT ${this.exists(path)}`);
+            break;
+          default:
+            throw new ApiError("internal_error", `storage: unsupported operator '${op}'`);
+        }
       }
     }
+    return sql;
   }
-  return sql;
+
+  orderBy(sort: FindOptions["sort"]): string {
+    if (!sort || Object.keys(sort).length === 0) return "";
+    return ` ORDER BY ${Object.entries(sort)
+      .map(([path, dir]) => `${this.expr(path)} ${dir < 0 ? "DESC" : "ASC"}`)
+      .join(", ")}`;
+  }
+
+  /** A document as stored: the JSON text of what is not in a field column, and the columns' values. */
+  split(doc: Record<string, unknown>): { text: string; values: (string | number | null)[] } {
+    if (this.fields.length === 0) return { text: JSON.stringify(doc), values: [] };
+    const rest: Record<string, unknown> = {};
+    for (const key of Object.keys(doc)) {
+      const v = doc[key];
+      if (this.set.has(key) && columnValue(v)) continue;
+      if (key === "__proto__") Object.defineProperty(rest, key, { value: v, writable: true, enumerable: true, configurable: true });
+      else rest[key] = v;
+    }
+    return { text: JSON.stringify(rest), values: this.fields.map((f) => (columnValue(doc[f]) ? (doc[f] as string | number) : null)) };
+  }
+
+  /** The INSERT of a whole row, for the layout as it is now. */
+  insertSql(table: string): string {
+    if (this.insertFor !== this.fields.length) {
+      const columns = this.fields.map((f) => `, "c_${f}"`).join("");
+      this.insertText = `INSERT INTO ${table} (id, org_id, env, doc${columns}) VALUES (?, ?, ?, ?${this.fields.map(() => ", ?").join("")})`;
+      this.insertFor = this.fields.length;
+    }
+    return this.insertText;
+  }
+  private insertFor = -1;
+  private insertText = "";
+
+  /** The document a row (`SELECT *`) holds: `doc` and every field column with a value. */
+  read<T>(row: Row): T {
+    const doc = JSON.parse(row.doc) as Record<string, unknown>;
+    for (const key of Object.keys(row)) {
+      if (key.startsWith("c_") && row[key] !== null) doc[key.slice(2)] = row[key];
+    }
+    return doc as T;
+  }
 }
 
 const whereOf = (sql: Sql) => (sql.where.length > 0 ? ` WHERE ${sql.where.join(" AND ")}` : "");
-const orderOf = (sort: FindOptions["sort"]) =>
-  sort && Object.keys(sort).length > 0
-    ? ` ORDER BY ${Object.entries(sort)
-        .map(([path, dir]) => `${column(path)} ${dir < 0 ? "DESC" : "ASC"}`)
-        .join(", ")}`
-    : "";
-
-const parse = <T>(row: { doc: string } | undefined): T | null => (row ? (JSON.parse(row.doc) as T) : null);
 
 /**
  * Runs writes in batches: the writes asked for during one turn of the event loop go into one
@@ -160,8 +263,13 @@ class Writer {
   private scheduled = false;
   private busySince: number | undefined;
   private idleWaiters: (() => void)[] = [];
+  private warnedAt = -Infinity;
 
-  constructor(private readonly db: DatabaseSync) {}
+  constructor(
+    private readonly db: DatabaseSync,
+    /** Runs first in every transaction, with the write lock held. */
+    private readonly began: () => void,
+  ) {}
 
   submit<T>(run: () => T): Promise<T> {
     return new Promise<T>((ok, fail) => {
@@ -208,6 +316,14 @@ class Writer {
     }
     this.busySince = undefined;
     const batch = this.queue.splice(0, MAX_BATCH);
+    try {
+      this.began();
+    } catch (err) {
+      this.db.exec("ROLLBACK");
+      const failed = storageUnavailable(err);
+      for (const op of batch) op.fail(failed);
+      return;
+    }
     const results: { ok: boolean; value: unknown }[] = [];
     try {
       for (const op of batch) {
@@ -230,7 +346,11 @@ class Writer {
         return;
       }
       const failed = storageUnavailable(err);
-      process.emitWarning(`storage: a write batch failed and was rolled back: ${(err as Error).message}`);
+      // Once a minute at most: a full disk fails every batch, and each is answered 503 anyway.
+      if (Date.now() - this.warnedAt >= 60_000) {
+        this.warnedAt = Date.now();
+        process.emitWarning(`storage: a write batch failed and was rolled back: ${(err as Error).message}`);
+      }
       for (const op of batch) op.fail(failed);
       return;
     }
@@ -240,12 +360,13 @@ class Writer {
 
 class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
+  private readonly layout = new Layout();
   private readonly uniqueFields = new Map<string, string[]>();
-  private readonly declared = new Set<string>();
-  /** The collection's schema statements, and how many of them are in the file. */
-  private readonly schema: string[];
-  private applied = 0;
+  private readonly indexes = new Map<string, IndexSpec>();
+  /** Whether everything declared is in the file, and the file's schema version the layout matches. */
+  private schemaDone = false;
   private applying: Promise<void> | undefined;
+  private seenVersion = -1;
 
   constructor(
     readonly name: string,
@@ -253,41 +374,78 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     indexes: IndexSpec[],
   ) {
     this.table = `"${name}"`;
-    this.schema = [`CREATE TABLE IF NOT EXISTS ${this.table} (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, org_id TEXT, env TEXT, doc TEXT NOT NULL)`];
     this.declare(indexes);
-  }
-
-  /**
-   * Creates what is declared and not yet in the file, before any operation. Schema changes go
-   * through the writer like any write; one that failed (a full disk) is tried again by the next
-   * operation.
-   */
-  private async ready(): Promise<void> {
-    while (this.applied < this.schema.length) {
-      this.applying ??= (async () => {
-        const from = this.applied;
-        const statements = this.schema.slice(from);
-        try {
-          await this.store.writer.submit(() => statements.forEach((s) => this.store.db.exec(s)));
-          this.applied = from + statements.length;
-        } finally {
-          this.applying = undefined;
-        }
-      })();
-      await this.applying;
-    }
   }
 
   declare(indexes: IndexSpec[]): void {
     for (const index of indexes) {
-      const fields = Object.entries(index.fields);
-      const name = `${this.name}__${fields.map(([f, d]) => `${f.replace(/\./g, "_")}${d < 0 ? "_desc" : ""}`).join("__")}${index.unique ? "__u" : ""}${index.sparse ? "__s" : ""}`;
-      if (this.declared.has(name)) continue;
-      this.declared.add(name);
-      if (index.unique) this.uniqueFields.set(name, fields.map(([f]) => f));
-      const columns = fields.map(([f, d]) => `${column(f)}${d < 0 ? " DESC" : ""}`).join(", ");
-      const partial = index.sparse ? ` WHERE ${column(fields[0][0])} IS NOT NULL` : "";
-      this.schema.push(`CREATE ${index.unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS "${name}" ON ${this.table} (${columns})${partial}`);
+      const key = JSON.stringify([index.fields, index.unique ?? false, index.sparse ?? false]);
+      if (this.indexes.has(key)) continue;
+      this.indexes.set(key, index);
+      for (const field of Object.keys(index.fields)) this.layout.add(field);
+      this.schemaDone = false;
+    }
+  }
+
+  /** An index's name says what it is built on, so one on a field that became a column is a new index. */
+  private indexName(index: IndexSpec): string {
+    const parts = Object.entries(index.fields).map(([f, d]) => `${f.replace(/\./g, "_")}${this.layout.has(f) ? "_c" : ""}${d < 0 ? "_desc" : ""}`);
+    return `${this.name}__${parts.join("__")}${index.unique ? "__u" : ""}${index.sparse ? "__s" : ""}`;
+  }
+
+  /**
+   * Creates what is declared and not yet in the file, before any operation: the table, a column for
+   * each indexed field (moving the values already stored in `doc` into it), and the indexes. Schema
+   * changes go through the writer like any write; one that failed (a full disk) is tried again by
+   * the next operation.
+   */
+  private async ready(): Promise<void> {
+    while (!this.schemaDone) {
+      this.applying ??= this.store.writer
+        .submit(() => {
+          const db = this.store.db;
+          db.exec(`CREATE TABLE IF NOT EXISTS ${this.table} (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, org_id TEXT, env TEXT, doc TEXT NOT NULL)`);
+          this.refresh(true);
+          const existing = new Set((db.prepare(`PRAGMA table_info(${this.table})`).all() as { name: string }[]).map((c) => c.name));
+          for (const field of this.layout.fields) {
+            if (existing.has(`c_${field}`)) continue;
+            db.exec(`ALTER TABLE ${this.table} ADD COLUMN "c_${field}"`);
+            db.exec(
+              `UPDATE ${this.table} SET "c_${field}" = json_extract(doc, '$.${field}'), doc = json_remove(doc, '$.${field}') WHERE json_type(doc, '$.${field}') IN ('text', 'real', 'integer')`,
+            );
+          }
+          for (const index of this.indexes.values()) {
+            const name = this.indexName(index);
+            if (index.unique) this.uniqueFields.set(name, Object.keys(index.fields));
+            const columns = Object.entries(index.fields).map(([f, d]) => `${this.layout.expr(f)}${d < 0 ? " DESC" : ""}`).join(", ");
+            const partial = index.sparse ? ` WHERE ${this.layout.expr(Object.keys(index.fields)[0])} IS NOT NULL` : "";
+            db.exec(`CREATE ${index.unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS "${name}" ON ${this.table} (${columns})${partial}`);
+          }
+        })
+        .then(
+          () => {
+            this.schemaDone = true;
+            this.applying = undefined;
+          },
+          (err: unknown) => {
+            this.applying = undefined;
+            throw err;
+          },
+        );
+      await this.applying;
+    }
+  }
+
+  /**
+   * Learns the field columns another process (a newer version, more indexes) added to the file:
+   * checked on every operation against SQLite's schema version, a counter read from memory.
+   */
+  private refresh(force = false): void {
+    const version = this.store.schemaVersion();
+    if (!force && version === this.seenVersion) return;
+    this.seenVersion = version;
+    for (const { name } of this.store.db.prepare(`PRAGMA table_info(${this.table})`).all() as { name: string }[]) {
+      if (name.startsWith("c_")) this.layout.add(name.slice(2));
     }
   }
 
@@ -295,8 +453,11 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   private duplicate(err: unknown): never {
     if (primaryCode(err) !== SQLITE_CONSTRAINT) throw err;
     const message = (err as Error).message;
+    // An index on expressions is named ("index 'x'"); one on columns lists them ("t.org_id, t.c_email").
     const index = /index '([^']+)'/.exec(message)?.[1];
-    const fields = index ? (this.uniqueFields.get(index) ?? []) : message.endsWith(".id") ? ["id"] : [];
+    const columns = /failed: (.*)$/.exec(message)?.[1].split(", ").map((c) => c.slice(c.indexOf(".") + 1)) ?? [];
+    const byColumn = (c: string) => (c === "env" ? "environment" : c.startsWith("c_") ? c.slice(2) : c);
+    const fields = index ? (this.uniqueFields.get(index) ?? []) : columns.map(byColumn);
     throw new DuplicateKeyError(this.name, fields);
   }
 
@@ -304,9 +465,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return this.store.statement(sql);
   }
 
-  private select(scope: Scope, filter: Filter, options: FindOptions, what = "doc"): { sql: string; params: SQLInputValue[] } {
-    const compiled = compile(scope, filter);
-    let sql = `SELECT ${what} FROM ${this.table}${whereOf(compiled)}${orderOf(options.sort)}`;
+  private select(scope: Scope, filter: Filter, options: FindOptions, what = "*"): { sql: string; params: SQLInputValue[] } {
+    const compiled = this.layout.compile(scope, filter);
+    let sql = `SELECT ${what} FROM ${this.table}${whereOf(compiled)}${this.layout.orderBy(options.sort)}`;
     if (options.limit !== undefined || options.skip) {
       sql += " LIMIT ? OFFSET ?";
       compiled.params.push(options.limit ?? -1, options.skip ?? 0);
@@ -316,45 +477,135 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   private async read<R>(run: () => R): Promise<R> {
     await this.ready();
-    return this.store.read(run);
+    return this.store.read(() => {
+      this.refresh();
+      return run();
+    });
   }
 
-  async insert(doc: T): Promise<T> {
+  private async write<R>(run: () => R): Promise<R> {
     await this.ready();
-    const text = JSON.stringify(doc);
-    await this.store.writer.submit(() => {
+    return this.store.writer.submit(() => {
+      this.refresh();
+      return run();
+    });
+  }
+
+  private insertRow(doc: Record<string, unknown>): void {
+    const { text, values } = this.layout.split(doc);
+    try {
+      this.stmt(this.layout.insertSql(this.table)).run(
+        doc.id as string,
+        (doc.org_id as string | undefined) ?? null,
+        (doc.environment as string | undefined) ?? null,
+        text,
+        ...values,
+      );
+    } catch (err) {
+      this.duplicate(err);
+    }
+  }
+
+  /** Writes `doc` over `row`: only the parts that changed, so indexes on unchanged columns stay untouched. */
+  private writeBack(row: Row, doc: Record<string, unknown>): void {
+    const { text, values } = this.layout.split(doc);
+    const sets: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (text !== row.doc) {
+      sets.push("doc = ?");
+      params.push(text);
+    }
+    this.layout.fields.forEach((f, i) => {
+      if (values[i] === (row[`c_${f}`] ?? null)) return;
+      sets.push(`"c_${f}" = ?`);
+      params.push(values[i]);
+    });
+    if (sets.length === 0) return;
+    try {
+      this.stmt(`UPDATE ${this.table} SET ${sets.join(", ")} WHERE rid = ?`).run(...params, row.rid);
+    } catch (err) {
+      this.duplicate(err);
+    }
+  }
+
+  /**
+   * The new column values when `update` only changes top-level field columns of `row` (and its
+   * `doc` holds none of those fields): then nothing of `doc` need be parsed or written. Else null.
+   */
+  private columnsOnly(row: Row, update: Update): Map<string, string | number | null> | null {
+    if (update.$push && Object.keys(update.$push).length > 0) return null;
+    const changes = new Map<string, string | number | null>();
+    const plain = (field: string) => this.layout.has(field) && !row.doc.includes(`"${field}":`);
+    for (const [field, value] of Object.entries(update.$set ?? {})) {
+      if (!plain(field) || !columnValue(value)) return null;
+      changes.set(field, value);
+    }
+    for (const field of Object.keys(update.$unset ?? {})) {
+      if (!plain(field)) return null;
+      changes.set(field, null);
+    }
+    for (const [field, by] of Object.entries(update.$inc ?? {})) {
+      const current = changes.has(field) ? changes.get(field) : (row[`c_${field}`] ?? 0);
+      if (!plain(field) || typeof current !== "number" || !columnValue(current + by)) return null;
+      changes.set(field, current + by);
+    }
+    return changes;
+  }
+
+  /** Applies `update` to the stored `row`; answers the document as updated. */
+  private updateRow(row: Row, update: Update, wanted: boolean): T | null {
+    const changes = this.columnsOnly(row, update);
+    if (!changes) {
+      const doc = applyUpdate(this.layout.read(row), update);
+      this.writeBack(row, doc);
+      return doc as unknown as T;
+    }
+    if (changes.size > 0) {
+      const fields = [...changes.keys()];
       try {
-        this.stmt(`INSERT INTO ${this.table} (id, org_id, env, doc) VALUES (?, ?, ?, ?)`).run(doc.id, doc.org_id ?? null, doc.environment ?? null, text);
+        this.stmt(`UPDATE ${this.table} SET ${fields.map((f) => `"c_${f}" = ?`).join(", ")} WHERE rid = ?`).run(...changes.values(), row.rid);
       } catch (err) {
         this.duplicate(err);
       }
-    });
+      for (const [f, v] of changes) row[`c_${f}`] = v;
+    }
+    return wanted ? this.layout.read<T>(row) : null;
+  }
+
+  async insert(doc: T): Promise<T> {
+    await this.write(() => this.insertRow(doc as unknown as Record<string, unknown>));
     return doc;
   }
 
   get(scope: Scope, id: string): Promise<T | null> {
-    const { sql, params } = this.select(scope, { id }, {});
-    return this.read(() => parse<T>(this.stmt(sql).get(...params) as Row | undefined));
+    return this.findOne(scope, { id });
   }
 
-  async findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 });
-    return this.read(() => parse<T>(this.stmt(sql).get(...params) as Row | undefined));
+  findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
+    return this.read(() => {
+      const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 });
+      const row = this.stmt(sql).get(...params) as Row | undefined;
+      return row ? this.layout.read<T>(row) : null;
+    });
   }
 
   find(scope: Scope, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    const { sql, params } = this.select(scope, filter, options);
-    return this.read(() => (this.stmt(sql).all(...params) as Row[]).map((row) => JSON.parse(row.doc) as T));
+    return this.read(() => {
+      const { sql, params } = this.select(scope, filter, options);
+      return (this.stmt(sql).all(...params) as Row[]).map((row) => this.layout.read<T>(row));
+    });
   }
 
   count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
-    if (options.limit === undefined) {
-      const { sql, params } = this.select(scope, filter, {}, "count(*) AS n");
-      return this.read(() => (this.stmt(sql).get(...params) as { n: number }).n);
-    }
-    // Stops at `limit` matches: through a covering index, that many index entries at most.
-    const { sql, params } = this.select(scope, filter, { limit: options.limit }, "1");
-    return this.read(() => (this.stmt(`SELECT count(*) AS n FROM (${sql})`).get(...params) as { n: number }).n);
+    return this.read(() => {
+      if (options.limit === undefined) {
+        const { sql, params } = this.select(scope, filter, {}, "count(*) AS n");
+        return (this.stmt(sql).get(...params) as { n: number }).n;
+      }
+      // Stops at `limit` matches: through a covering index, that many index entries at most.
+      const { sql, params } = this.select(scope, filter, { limit: options.limit }, "1");
+      return (this.stmt(`SELECT count(*) AS n FROM (${sql})`).get(...params) as { n: number }).n;
+    });
   }
 
   async page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>> {
@@ -364,85 +615,62 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
     checkUpdate(update);
-    const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 }, "rid, doc");
-    await this.ready();
-    return this.store.writer.submit(() => {
+    return this.write(() => {
+      const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 });
       const row = this.stmt(sql).get(...params) as Row | undefined;
-      if (!row) return null;
-      const doc = applyUpdate(JSON.parse(row.doc) as Record<string, unknown>, update);
-      try {
-        this.stmt(`UPDATE ${this.table} SET doc = ? WHERE rid = ?`).run(JSON.stringify(doc), row.rid);
-      } catch (err) {
-        this.duplicate(err);
-      }
-      return doc as unknown as T;
+      return row ? this.updateRow(row, update, true) : null;
     });
   }
 
   async updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
     checkUpdate(update);
-    const { sql, params } = this.select(scope, filter, {}, "rid, doc");
-    await this.ready();
-    return this.store.writer.submit(() => {
+    return this.write(() => {
+      const { sql, params } = this.select(scope, filter, {});
       const rows = this.stmt(sql).all(...params) as Row[];
       if (rows.length === 0) return 0;
-      const texts = rows.map((row) => JSON.stringify(applyUpdate(JSON.parse(row.doc) as Record<string, unknown>, update)));
       // All or nothing: a unique index refusing the tenth row undoes the nine before it.
       const db = this.store.db;
       db.exec("SAVEPOINT many");
       try {
-        const write = this.stmt(`UPDATE ${this.table} SET doc = ? WHERE rid = ?`);
-        rows.forEach((row, i) => write.run(texts[i], row.rid));
+        for (const row of rows) this.updateRow(row, update, false);
         db.exec("RELEASE many");
       } catch (err) {
         if (db.isTransaction) {
           db.exec("ROLLBACK TO many");
           db.exec("RELEASE many");
         }
-        this.duplicate(err);
+        throw err;
       }
       return rows.length;
     });
   }
 
-  async delete(scope: Scope, filter: Filter): Promise<T | null> {
-    const { sql, params } = this.select(scope, filter, { limit: 1 }, "rid, doc");
-    await this.ready();
-    return this.store.writer.submit(() => {
+  delete(scope: Scope, filter: Filter): Promise<T | null> {
+    return this.write(() => {
+      const { sql, params } = this.select(scope, filter, { limit: 1 });
       const row = this.stmt(sql).get(...params) as Row | undefined;
       if (!row) return null;
       this.stmt(`DELETE FROM ${this.table} WHERE rid = ?`).run(row.rid);
-      return parse<T>(row);
+      return this.layout.read<T>(row);
     });
   }
 
-  async deleteMany(scope: Scope, filter: Filter): Promise<number> {
-    const compiled = compile(scope, filter);
-    const sql = `DELETE FROM ${this.table}${whereOf(compiled)}`;
-    await this.ready();
-    return this.store.writer.submit(() => Number(this.stmt(sql).run(...compiled.params).changes));
+  deleteMany(scope: Scope, filter: Filter): Promise<number> {
+    return this.write(() => {
+      const compiled = this.layout.compile(scope, filter);
+      return Number(this.stmt(`DELETE FROM ${this.table}${whereOf(compiled)}`).run(...compiled.params).changes);
+    });
   }
 
   async increment(doc: T, inc: Record<string, number>): Promise<void> {
     checkUpdate({ $inc: inc });
-    const created = JSON.stringify(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
-    await this.ready();
     // Read and write in one transaction of the writer, which holds the file's write lock: atomic
     // across processes.
-    await this.store.writer.submit(() => {
-      const row = this.stmt(`SELECT rid, org_id, env, doc FROM ${this.table} WHERE id = ?`).get(doc.id) as (Row & { org_id: string | null; env: string | null }) | undefined;
-      try {
-        if (!row) {
-          this.stmt(`INSERT INTO ${this.table} (id, org_id, env, doc) VALUES (?, ?, ?, ?)`).run(doc.id, doc.org_id ?? null, doc.environment ?? null, created);
-          return;
-        }
-        if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
-        const next = applyUpdate(JSON.parse(row.doc) as Record<string, unknown>, { $inc: inc });
-        this.stmt(`UPDATE ${this.table} SET doc = ? WHERE rid = ?`).run(JSON.stringify(next), row.rid);
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        this.duplicate(err);
-      }
+    await this.write(() => {
+      const row = this.stmt(`SELECT * FROM ${this.table} WHERE id = ?`).get(doc.id) as (Row & { org_id: string | null; env: string | null }) | undefined;
+      if (!row) return this.insertRow(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
+      if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
+      this.updateRow(row, { $inc: inc }, false);
     });
   }
 }
@@ -459,6 +687,7 @@ export class SqliteStore implements Store {
   readonly writer: Writer;
   private readonly collections = new Map<string, SqliteCollection<any>>();
   private readonly statements = new Map<string, StatementSync>();
+  private readonly checkpointer: Worker;
   private closing: Promise<void> | undefined;
 
   constructor(dir: string) {
@@ -474,7 +703,15 @@ export class SqliteStore implements Store {
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec("PRAGMA busy_timeout = 0");
-    this.writer = new Writer(this.db);
+    this.db.exec("PRAGMA wal_autocheckpoint = 0");
+    this.writer = new Writer(this.db, () => {
+      // No process can change the schema while this one holds the write lock.
+      this.version = this.readVersion();
+      this.versionFresh = true;
+    });
+    this.checkpointer = new Worker(CHECKPOINTER, { eval: true, workerData: { file: this.file, everyMs: CHECKPOINT_MS, truncateBytes: WAL_TRUNCATE_BYTES } });
+    this.checkpointer.unref();
+    this.checkpointer.on("error", (err) => process.emitWarning(`storage: the checkpoint thread failed: ${err.message}`));
   }
 
   collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
@@ -488,6 +725,28 @@ export class SqliteStore implements Store {
       col.declare(indexes);
     }
     return col;
+  }
+
+  private version = -1;
+  private versionFresh = false;
+
+  private readVersion(): number {
+    return (this.statement("PRAGMA schema_version").get() as { schema_version: number }).schema_version;
+  }
+
+  /**
+   * SQLite's schema cookie, which changes whenever any process changes the file's schema: read in
+   * every write transaction (where it cannot change under us) and at most once per event-loop turn
+   * for reads (a read in the turn of another process's schema change may filter on its previous
+   * layout; the documents it returns are whole either way).
+   */
+  schemaVersion(): number {
+    if (!this.versionFresh) {
+      this.version = this.readVersion();
+      this.versionFresh = true;
+      setImmediate(() => (this.versionFresh = false));
+    }
+    return this.version;
   }
 
   statement(sql: string): StatementSync {
@@ -533,6 +792,11 @@ export class SqliteStore implements Store {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.writer.idle();
+      // Held (ref) until it has closed its connection, so this process waits for it.
+      this.checkpointer.ref();
+      const stopped = new Promise((done) => this.checkpointer.once("exit", done));
+      this.checkpointer.postMessage("stop");
+      await stopped;
       this.statements.clear();
       this.db.close();
     })();

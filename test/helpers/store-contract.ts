@@ -224,17 +224,44 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect((await items.find(A, { slot: moved })).map((d) => d.id)).toEqual([other.id]);
     });
 
-    it("stores any JSON value and reads it back exactly, inserted or set by an update", async () => {
+    it("stores any JSON value and reads it back exactly, inserted or set by an update, in any field", async () => {
+      // `seq` is an indexed field (an engine may keep it apart from the rest), `payload` is not.
+      const same = (got: Item | null, want: Record<string, unknown>) => {
+        expect(got).toEqual(want);
+        for (const field of ["payload", "seq", "tags"]) expect(asJson((got as Record<string, unknown> | null)?.[field])).toBe(asJson(want[field]));
+      };
       await fc.assert(
         fc.asyncProperty(anyJson, anyJson, async (value, later) => {
-          const doc = await put({ payload: value } as Partial<Item>);
-          expect(asJson(await items.get(A, doc.id))).toBe(asJson(doc));
-          const updated = await items.update(A, { id: doc.id }, { $set: { payload: later }, $push: { tags: later as string } });
-          expect(asJson(updated)).toBe(asJson({ ...doc, payload: later, tags: [later] }));
-          expect(asJson(await items.get(A, doc.id))).toBe(asJson(updated));
+          const doc = await put({ payload: value, seq: value } as Partial<Item>);
+          same(await items.get(A, doc.id), doc as unknown as Record<string, unknown>);
+          const updated = await items.update(A, { id: doc.id }, { $set: { payload: later, seq: later }, $push: { tags: later as string } });
+          const want = { ...doc, payload: later, seq: later, tags: [later] };
+          same(updated, want);
+          same(await items.get(A, doc.id), want);
         }),
         { numRuns: 150 },
       );
+    });
+
+    it("filters an indexed field holding values of every JSON type by type, as MongoDB does", async () => {
+      const values: unknown[] = ["7", 7, 7.5, true, false, null, { a: 1 }, [1], "", 0];
+      for (const [i, seq] of values.entries()) await put({ name: `v${i}`, seq } as Partial<Item>);
+      await put({ name: "absent" });
+      const names = async (filter: object) => (await items.find(A, filter as never, { sort: { name: 1 } })).map((d) => d.name);
+      expect(await names({ seq: "7" })).toEqual(["v0"]);
+      expect(await names({ seq: 7 })).toEqual(["v1"]);
+      expect(await names({ seq: true })).toEqual(["v3"]);
+      expect(await names({ seq: false })).toEqual(["v4"]);
+      expect(await names({ seq: null })).toEqual(["absent", "v5"]);
+      expect(await names({ seq: { $gte: 7 } })).toEqual(["v1", "v2"]);
+      expect(await names({ seq: { $lt: "7" } })).toEqual(["v8"]);
+      expect(await names({ seq: { $in: [0, "", false] } })).toEqual(["v4", "v8", "v9"]);
+      expect(await names({ seq: { $exists: false } })).toEqual(["absent"]);
+      expect((await names({ seq: { $ne: null } })).length).toBe(values.length - 1);
+      expect(await items.updateMany(A, { seq: true }, { $set: { seq: 8 } })).toBe(1);
+      expect(await names({ seq: 8 })).toEqual(["v3"]);
+      expect(await items.updateMany(A, { seq: 8 }, { $unset: { seq: true } })).toBe(1);
+      expect(await names({ seq: { $exists: false } })).toEqual(["absent", "v3"]);
     });
 
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
@@ -301,6 +328,18 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
         const again = sut.store.collection<Item>(name);
         const read = await again.find(A, {}, { sort: { id: 1 } });
         expect(read.map(asJson)).toEqual(docs.map(asJson));
+      });
+
+      it("finds documents stored before an index on their field was declared", async () => {
+        const name = `later_${next()}`;
+        const plain = sut.store.collection<Item>(name);
+        for (const seq of [3, 1, 2]) await plain.insert({ id: uid(), ...A, name: `s${seq}`, seq, status: seq === 2 ? "x" : "y" });
+        sut.store = await sut.reopen!();
+        const indexed = sut.store.collection<Item>(name, [{ fields: { seq: 1 } }, { fields: { status: 1, seq: 1 } }]);
+        expect((await indexed.find(A, { seq: { $gte: 2 } }, { sort: { seq: 1 } })).map((d) => d.name)).toEqual(["s2", "s3"]);
+        expect((await indexed.find(A, { status: "y" }, { sort: { seq: -1 } })).map((d) => d.name)).toEqual(["s3", "s1"]);
+        expect(await indexed.update(A, { seq: 1 }, { $unset: { seq: true } })).toMatchObject({ name: "s1" });
+        expect(await indexed.count(A, { seq: { $exists: true } })).toBe(2);
       });
     }
   });

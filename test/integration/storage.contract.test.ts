@@ -245,3 +245,25 @@ describe("the store's wiring", () => {
     await again.close();
   });
 });
+
+describe("the embedded store's columns, shared by processes that declare different indexes", () => {
+  it("keeps a field another connection indexes in that index, though this one declared none on it", async () => {
+    const dir = tempDir();
+    const indexing = new SqliteStore(dir);
+    const plain = new SqliteStore(dir);
+    try {
+      const withIndex = indexing.collection<Note & { n?: number }>("notes", [{ fields: { n: 1 } }]);
+      await withIndex.insert({ id: "first", ...A, text: "a", n: 1 });
+      const without = plain.collection<Note & { n?: number }>("notes");
+      await without.insert({ id: "second", ...A, text: "b", n: 2 });
+      expect((await withIndex.find(A, { n: { $gte: 1 } }, { sort: { n: 1 } })).map((d) => d.id)).toEqual(["first", "second"]);
+      expect(await without.get(A, "first")).toEqual({ id: "first", ...A, text: "a", n: 1 });
+      const plan = indexing.db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM "notes" WHERE "c_n" >= 1`).all() as { detail: string }[];
+      expect(plan.map((p) => p.detail).join()).toMatch(/USING INDEX/);
+    } finally {
+      await plain.close();
+      await indexing.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
