@@ -186,4 +186,7 @@ export interface Outcomes {
   total: number;
   by_status: Record<string, number>;
   success_rate: number | null;
+  /** Webhooks only: the attempts made, and the success rate of the deliveries that settled. */
+  attempts?: { total: number; succeeded: number; failed: number };
+  delivery_success_rate?: number | null;
 }

@@ -352,9 +352,14 @@ describe("in the browser", () => {
     const runRate = page.getByRole("article", { name: "Run success rate" });
     // One run approved and succeeded, one rejected (failed).
     await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("50.0 %");
-    const deliveryRate = page.getByRole("article", { name: "Delivery success rate" });
-    // Two deliveries succeeded to /dash, one failed all its attempts to /broken.
-    await expect(deliveryRate.locator("[data-rate]").textContent()).resolves.toBe("66.7 %");
+    const deliveryRate = page.getByRole("article", { name: "Delivery attempt success rate" });
+    // Every attempt the receiver saw on /dash was answered 2xx, every one on /broken 503 (five, and
+    // its delivery failed); the two deliveries to /dash succeeded.
+    const ok = rx.byPath("/dash").length;
+    const failed = rx.byPath("/broken").length;
+    expect(failed).toBe(5);
+    await expect(deliveryRate.locator("[data-rate]").textContent()).resolves.toBe(`${((100 * ok) / (ok + failed)).toFixed(1)} %`);
+    await expect(deliveryRate.locator("[data-settled-rate]").textContent()).resolves.toBe("66.7 % of settled deliveries succeeded");
     await shot("13-usage");
   });
 

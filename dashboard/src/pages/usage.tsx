@@ -47,7 +47,7 @@ export function UsagePage() {
 
       <div class="stats">
         <Rate title="Run success rate" state={runs} unit="runs ended" />
-        <Rate title="Delivery success rate" state={deliveries} unit="deliveries settled" />
+        <Rate title="Delivery attempt success rate" state={deliveries} unit="attempts" />
       </div>
 
       <article aria-labelledby="requests-title">
@@ -79,8 +79,14 @@ function Rate({ title, state, unit }: { title: string; state: ReturnType<typeof 
             </p>
             <p class="muted small">
               {o.total} in the window
+              {o.attempts && ` · ${o.attempts.total} attempts`}
               {o.success_rate === null && ` · no ${unit} yet`}
             </p>
+            {o.delivery_success_rate !== undefined && (
+              <p class="muted small" data-settled-rate>
+                {percent(o.delivery_success_rate)} of settled deliveries succeeded
+              </p>
+            )}
             <ul class="by-status">
               {Object.entries(o.by_status).map(([status, n]) => (
                 <li key={status}>
