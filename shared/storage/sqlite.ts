@@ -19,12 +19,15 @@ const MAX_STATEMENTS = 1000;
 
 /**
  * Checkpoints (copying the WAL back into the database file, and its fsync) run on a thread of their
- * own, never in a committing write on the event loop, where each stalled the process ~10 ms. PASSIVE
- * every CHECKPOINT_MS; past WAL_TRUNCATE_BYTES, TRUNCATE, which takes the write lock for a moment
- * (the event loop's writers meanwhile retry, as for any other process's lock) and bounds the file.
+ * own, never in a committing write on the event loop, where each stalled the process ~10 ms. Every
+ * CHECKPOINT_MS a PASSIVE one copies what it can without taking any lock writers need. Under steady
+ * writes that never lets the WAL start over (new frames keep arriving behind it), so once the file
+ * is past WAL_RESTART_BYTES a RESTART follows: it takes the write lock for the short rest (the event
+ * loop's writers meanwhile retry, as for any other process's lock) and the next write starts the WAL
+ * from its beginning, which keeps it at about that size.
  */
 const CHECKPOINT_MS = 250;
-const WAL_TRUNCATE_BYTES = 256 * 1024 * 1024;
+const WAL_RESTART_BYTES = 16 * 1024 * 1024;
 const CHECKPOINTER = `
 const { workerData, parentPort } = require("node:worker_threads");
 const { DatabaseSync } = require("node:sqlite");
@@ -35,7 +38,8 @@ const timer = setInterval(() => {
   try {
     let wal = 0;
     try { wal = statSync(workerData.file + "-wal").size; } catch {}
-    db.exec(wal > workerData.truncateBytes ? "PRAGMA wal_checkpoint(TRUNCATE)" : "PRAGMA wal_checkpoint(PASSIVE)");
+    db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    if (wal > workerData.restartBytes) db.exec("PRAGMA wal_checkpoint(RESTART)");
   } catch (err) {
     // Busy (another process checkpoints) or a failing disk: the next turn tries again.
   }
@@ -297,7 +301,7 @@ class Writer {
 
   private flush(): void {
     if (this.queue.length > 0) this.runBatch();
-    if (this.queue.length > 0) return this.schedule(this.busySince === undefined ? 0 : 1 + Math.random() * 4);
+    if (this.queue.length > 0) return this.schedule(this.busySince === undefined ? 0 : 0.5 + Math.random() * 1.5);
     for (const waiter of this.idleWaiters.splice(0)) waiter();
   }
 
@@ -709,7 +713,7 @@ export class SqliteStore implements Store {
       this.version = this.readVersion();
       this.versionFresh = true;
     });
-    this.checkpointer = new Worker(CHECKPOINTER, { eval: true, workerData: { file: this.file, everyMs: CHECKPOINT_MS, truncateBytes: WAL_TRUNCATE_BYTES } });
+    this.checkpointer = new Worker(CHECKPOINTER, { eval: true, workerData: { file: this.file, everyMs: CHECKPOINT_MS, restartBytes: WAL_RESTART_BYTES } });
     this.checkpointer.unref();
     this.checkpointer.on("error", (err) => process.emitWarning(`storage: the checkpoint thread failed: ${err.message}`));
   }
