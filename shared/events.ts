@@ -1,6 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { newId } from "./ids";
-import type { Collection, Doc, Environment, Store } from "./storage/types";
+import type { AtomicWrite, Collection, Doc, Environment, Store } from "./storage/types";
 
 /**
  * The event log every service writes to (contract section 7). An event is stored first; only then
@@ -103,6 +103,19 @@ export function eventDoc(input: NewEvent, now: number): EventDoc {
     ...(origin_workflow_id && { origin_workflow_id }),
     ...(chain_depth && { chain_depth }),
   };
+}
+
+/**
+ * Stores `writes` and the event that records them in one atomic write (the outbox: both or
+ * neither), then wakes whoever reacts to events. Answers null, storing nothing, when an update among
+ * `writes` matched no document; else the documents written, as `Store.atomically` answers them.
+ */
+export async function recordWith(store: Store, events: Collection<EventDoc>, broker: ServiceBroker, writes: AtomicWrite[], input: NewEvent): Promise<Doc[] | null> {
+  const event = eventDoc(input, Date.now());
+  const written = await store.atomically([...writes, { op: "insert", collection: events, doc: event }]);
+  if (!written) return null;
+  broker.emit(EVENT_STORED, { event }).catch(() => undefined);
+  return written.slice(0, writes.length);
 }
 
 /** Stores an event, then wakes whoever reacts to events (one node of each listening service). */

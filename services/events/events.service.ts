@@ -40,7 +40,7 @@ interface EventsVars {
   pruner: Pruner;
 }
 interface EventsMethods {
-  noteType(event: EventDoc): Promise<void>;
+  noteType(event: Pick<EventDoc, "org_id" | "environment" | "type" | "created_at">): Promise<void>;
   /** Deletes the events older than EVENT_RETENTION_DAYS (as of `now`) that nothing still needs. */
   pruneEvents(now: number, control: PruneControl): Promise<number>;
 }
@@ -58,8 +58,10 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       async handler(ctx: Ctx<EmitParams>): Promise<EventView> {
         const { org_id, environment } = callerOf(ctx);
         const data = checkEmittable(ctx.params.type, ctx.params.data);
+        // The catalogue first: noting a type twice is harmless, so a failure of either write leaves
+        // no event behind that the client was told is not stored (a retry would store it twice).
+        await this.noteType({ org_id, environment, type: ctx.params.type, created_at: nowIso() });
         const event = await recordEvent(this.events, this.broker, { org_id, environment, type: ctx.params.type, data, source: "api" });
-        await this.noteType(event);
         return eventView(event);
       },
     },

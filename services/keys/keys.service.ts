@@ -1,7 +1,7 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { notFound } from "../../shared/errors";
-import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
+import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -78,23 +78,26 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       params: idParams,
       async handler(ctx: Ctx<IdParams>): Promise<KeyView> {
         const tenant = tenantOf(ctx);
-        const revoked = await this.keys.update(
-          tenant,
-          { id: ctx.params.id, status: "active" },
-          { $set: { status: "revoked", revoked_at: nowIso() } },
-        );
-        const doc = revoked ?? (await this.keys.get(tenant, ctx.params.id));
-        if (!doc) throw notFound("api key", ctx.params.id);
+        const current = await this.keys.get(tenant, ctx.params.id);
+        if (!current) throw notFound("api key", ctx.params.id);
+        const revoked_at = nowIso();
+        // The revocation and its event are stored together or not at all.
+        const [revoked] =
+          (await recordWith(
+            this.store,
+            this.events,
+            this.broker,
+            [{ op: "update", collection: this.keys, scope: tenant, filter: { id: current.id, status: "active" }, update: { $set: { status: "revoked", revoked_at } } }],
+            {
+              org_id: current.org_id,
+              environment: current.environment,
+              type: "api_key.revoked",
+              data: { key_id: current.id, name: current.name, revoked_at },
+              source: "keys",
+            },
+          )) ?? [];
+        const doc = (revoked as KeyDoc | undefined) ?? (await this.keys.get(tenant, ctx.params.id)) ?? current;
         await ctx.call("auth.invalidate", { key_id: doc.id });
-        if (revoked) {
-          await recordEvent(this.events, this.broker, {
-            org_id: doc.org_id,
-            environment: doc.environment,
-            type: "api_key.revoked",
-            data: { key_id: doc.id, name: doc.name, revoked_at: doc.revoked_at },
-            source: "keys",
-          });
-        }
         return viewOf(doc);
       },
     },
@@ -151,8 +154,8 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         revoked_at: null,
         last_used_at: null,
       };
-      await this.keys.insert(doc);
-      await recordEvent(this.events, this.broker, {
+      // The key and its event are stored together or not at all.
+      await recordWith(this.store, this.events, this.broker, [{ op: "insert", collection: this.keys, doc }], {
         org_id: doc.org_id,
         environment: doc.environment,
         type: "api_key.created",

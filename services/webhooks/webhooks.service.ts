@@ -2,7 +2,7 @@ import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, deliveryView, DELIVERY_DUE, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
 import { ApiError, notFound } from "../../shared/errors";
-import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
+import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { checkTargetUrl } from "../../shared/net-guard";
@@ -265,19 +265,14 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         const counted = await this.webhooks.update(tenant, { id: ctx.params.id }, { $inc: { consecutive_failures: 1 } });
         if (!counted || counted.consecutive_failures < DISABLE_AFTER_FAILURES) return;
         const reason = `${counted.consecutive_failures} deliveries in a row failed all their attempts`;
-        const disabled = await this.webhooks.update(
-          tenant,
-          { id: counted.id, status: "enabled" },
-          { $set: { status: "disabled", disabled_reason: reason, updated_at: nowIso() } },
+        // Disabled and its event stored together, or neither (another node disabled it first).
+        await recordWith(
+          this.store,
+          this.events,
+          this.broker,
+          [{ op: "update", collection: this.webhooks, scope: tenant, filter: { id: counted.id, status: "enabled" }, update: { $set: { status: "disabled", disabled_reason: reason, updated_at: nowIso() } } }],
+          { org_id: counted.org_id, environment: counted.environment, type: "webhook.disabled", data: { webhook_id: counted.id, reason }, source: "webhooks" },
         );
-        if (!disabled) return;
-        await recordEvent(this.events, this.broker, {
-          org_id: disabled.org_id,
-          environment: disabled.environment,
-          type: "webhook.disabled",
-          data: { webhook_id: disabled.id, reason },
-          source: "webhooks",
-        });
       },
     },
   },

@@ -23,6 +23,7 @@ function acquire(key: string, open: () => Store): Store {
   let released = false;
   return {
     collection: (name, indexes) => held.store.collection(name, indexes),
+    atomically: (writes) => held.store.atomically(writes),
     probe: () => held.store.probe(),
     async close() {
       if (released) return;

@@ -1,7 +1,7 @@
-import mongoose, { Schema, type Connection, type Model } from "mongoose";
+import mongoose, { Schema, type ClientSession, type Connection, type Model } from "mongoose";
 import { ApiError, DuplicateKeyError } from "../errors";
 import { checkUpdate, scoped } from "./scope";
-import { COLLECTION_NAME, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
+import { COLLECTION_NAME, type AtomicWrite, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
 
 type Raw = Record<string, unknown>;
 
@@ -184,6 +184,27 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
     return this.run(async () => (await this.model.deleteMany(scoped(scope, filter)).exec()).deletedCount);
   }
 
+  /** For `MongooseStore.atomically`: one write inside its transaction's session (null: no match). */
+  async write(write: AtomicWrite, session: ClientSession): Promise<Doc | null> {
+    await this.indexed();
+    if (write.op === "insert") {
+      await this.model.collection.insertOne(encodeDoc(write.doc) as unknown as Raw, { session });
+      return write.doc;
+    }
+    const doc = await this.model.collection.findOneAndUpdate(scoped(write.scope, write.filter), encodeUpdate(write.update) as Raw, {
+      session,
+      returnDocument: "after",
+      projection: WITHOUT_ID,
+    });
+    return decodeDoc(doc as Doc | null);
+  }
+
+  /** Maps MongoDB's refusals and failures as every operation does. */
+  failed(err: unknown): never {
+    if ((err as { code?: number })?.code === 11000) duplicate(this.name, err);
+    return unavailable(err);
+  }
+
   increment(doc: T, inc: Record<string, number>): Promise<void> {
     checkUpdate({ $inc: inc });
     const key: Raw = { id: doc.id, org_id: doc.org_id, ...(doc.environment !== undefined && { environment: doc.environment }) };
@@ -233,6 +254,42 @@ export class MongooseStore implements Store {
       col.declare(indexes);
     }
     return col;
+  }
+
+  /**
+   * In one multi-document transaction (MongoDB needs a replica set for those: docker-compose runs a
+   * single-node one). A lost compare-and-set aborts it and answers null.
+   */
+  async atomically(writes: AtomicWrite[]): Promise<Doc[] | null> {
+    const collections = writes.map((w) => {
+      const col = w.collection as unknown as MongooseCollection<Doc>;
+      if (this.collections.get(col.name) !== col) throw new ApiError("internal_error", `storage: '${col.name}' is not a collection of this store`);
+      if (w.op === "update") checkUpdate(w.update);
+      return col;
+    });
+    await this.connected().catch((err: unknown) => unavailable(err));
+    const session = await this.conn.startSession();
+    let out: Doc[] | null = null;
+    try {
+      await session.withTransaction(async () => {
+        const done: Doc[] = [];
+        for (const [i, write] of writes.entries()) {
+          const doc = await collections[i].write(write, session);
+          if (!doc) {
+            out = null;
+            await session.abortTransaction();
+            return;
+          }
+          done.push(doc);
+        }
+        out = done;
+      });
+      return out;
+    } catch (err) {
+      return collections[0].failed(err);
+    } finally {
+      await session.endSession();
+    }
   }
 
   /** A small real write: one document of `_probe` upserted (acknowledged like every write); fails as a write would. */

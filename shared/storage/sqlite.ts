@@ -5,7 +5,7 @@ import { Worker } from "node:worker_threads";
 import { ApiError, DuplicateKeyError } from "../errors";
 import { checkUpdate, scoped } from "./scope";
 import { applyUpdate } from "./update";
-import { COLLECTION_NAME, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
+import { COLLECTION_NAME, type AtomicWrite, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
 
 /** The database file under DATA_DIR; SQLite keeps `-wal` and `-shm` beside it. */
 export const DATABASE_FILE = "store.db";
@@ -666,6 +666,25 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  /** For `SqliteStore.atomically`: the schema in place, before a job that runs the parts below. */
+  prepare(): Promise<void> {
+    return this.ready();
+  }
+
+  /** For `SqliteStore.atomically`, inside a writer job. */
+  insertNow(doc: Doc): void {
+    this.refresh();
+    this.insertRow(doc as unknown as Record<string, unknown>);
+  }
+
+  /** For `SqliteStore.atomically`, inside a writer job: the document as updated, or null. */
+  updateNow(scope: Scope, filter: Filter, update: Update): T | null {
+    this.refresh();
+    const { sql, params } = this.select(scope, filter, { limit: 1 });
+    const row = this.stmt(sql).get(...params) as Row | undefined;
+    return row ? this.updateRow(row, update, true) : null;
+  }
+
   async increment(doc: T, inc: Record<string, number>): Promise<void> {
     checkUpdate({ $inc: inc });
     // Read and write in one transaction of the writer, which holds the file's write lock: atomic
@@ -783,6 +802,45 @@ export class SqliteStore implements Store {
    * name can start with `_`), upserted. It fails as any write of its batch would (`storage_unavailable`
    * on a full disk), so a readiness check that uses it tells whether writes are being stored.
    */
+  async atomically(writes: AtomicWrite[]): Promise<Doc[] | null> {
+    const collections = writes.map((w) => {
+      const col = w.collection as unknown as SqliteCollection<Doc>;
+      if (this.collections.get(col.name) !== col) throw new ApiError("internal_error", `storage: '${col.name}' is not a collection of this store`);
+      if (w.op === "update") checkUpdate(w.update);
+      return col;
+    });
+    await Promise.all([...new Set(collections)].map((c) => c.prepare()));
+    return this.writer.submit(() => {
+      const db = this.db;
+      db.exec("SAVEPOINT atomically");
+      try {
+        const out: Doc[] = [];
+        for (const [i, write] of writes.entries()) {
+          if (write.op === "insert") {
+            collections[i].insertNow(write.doc);
+            out.push(write.doc);
+            continue;
+          }
+          const doc = collections[i].updateNow(write.scope, write.filter, write.update);
+          if (!doc) {
+            db.exec("ROLLBACK TO atomically");
+            db.exec("RELEASE atomically");
+            return null;
+          }
+          out.push(doc);
+        }
+        db.exec("RELEASE atomically");
+        return out;
+      } catch (err) {
+        if (db.isTransaction) {
+          db.exec("ROLLBACK TO atomically");
+          db.exec("RELEASE atomically");
+        }
+        throw err;
+      }
+    });
+  }
+
   probe(): Promise<void> {
     if (this.closing) return Promise.reject(new ApiError("service_unavailable", "The store is closed", { retry_after: 1 }));
     const at = new Date().toISOString();

@@ -123,12 +123,25 @@ export interface Collection<T extends Doc> {
 /** Collection names: lower-case words, safe both as file names under DATA_DIR and in MongoDB. */
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
+/** One write of `Store.atomically`. */
+export type AtomicWrite =
+  | { op: "insert"; collection: Collection<any>; doc: Doc }
+  | { op: "update"; collection: Collection<any>; scope: Scope; filter: Filter; update: Update };
+
 export interface Store {
   /**
    * The collection `name` (matching `COLLECTION_NAME`); its indexes are created once (idempotently)
    * before its first operation.
    */
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  /**
+   * Applies the writes in order, all or none: a state change and the event that records it (the
+   * outbox) are stored together or not at all. An update that matches no document undoes the writes
+   * before it and answers null (a compare-and-set that lost); a refused write (a unique index, a
+   * store failure) undoes them and throws. Else answers each write's document (as inserted, or as
+   * updated). Collections must come from this store.
+   */
+  atomically(writes: AtomicWrite[]): Promise<Doc[] | null>;
   /**
    * One small real write (an upsert of one row or document of the store's own `_probe`), the way
    * every write goes: resolves once it is stored, fails as a write would (`storage_unavailable` on

@@ -264,6 +264,39 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await names({ seq: { $exists: false } })).toEqual(["absent", "v3"]);
     });
 
+    it("writes atomically across collections: all of the writes or none", async () => {
+      const log = sut.store.collection<Item>(`log_${next()}`, [{ fields: { slot: 1 }, unique: true, sparse: true }]);
+      const doc = await put({ status: "active" });
+      // A state change and the event that records it, together.
+      const event = { id: uid("ev"), ...A, name: "revoked", slot: `s${next()}` };
+      const written = await sut.store.atomically([
+        { op: "update", collection: items, scope: A, filter: { id: doc.id, status: "active" }, update: { $set: { status: "revoked" } } },
+        { op: "insert", collection: log, doc: event },
+      ]);
+      expect(written).toEqual([{ ...doc, status: "revoked" }, event]);
+      expect(await log.get(A, event.id)).toEqual(event);
+      // The compare-and-set loses the second time: nothing of the batch is stored.
+      const again = { id: uid("ev"), ...A, name: "revoked twice" };
+      expect(
+        await sut.store.atomically([
+          { op: "insert", collection: log, doc: again },
+          { op: "update", collection: items, scope: A, filter: { id: doc.id, status: "active" }, update: { $set: { status: "revoked" } } },
+        ]),
+      ).toBeNull();
+      expect(await log.get(A, again.id)).toBeNull();
+      // A refused write undoes the ones before it, and says why.
+      const first = { id: uid("ev"), ...A, name: "first" };
+      await expect(
+        sut.store.atomically([
+          { op: "insert", collection: log, doc: first },
+          { op: "update", collection: items, scope: A, filter: { id: doc.id }, update: { $set: { name: "changed" } } },
+          { op: "insert", collection: log, doc: { id: uid("ev"), ...A, name: "dup", slot: event.slot } as Item },
+        ]),
+      ).rejects.toMatchObject({ type: "resource_exists" });
+      expect(await log.get(A, first.id)).toBeNull();
+      expect((await items.get(A, doc.id))?.name).toBe(doc.name);
+    });
+
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
       const doc = await put({ status: "queued" });
       const results = await Promise.all(
