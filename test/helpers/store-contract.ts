@@ -11,7 +11,7 @@ const anyString = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 12 }),
   fc.array(fc.oneof(fc.constantFrom(...SPECIAL_CHARS), fc.string({ unit: "binary", maxLength: 3 }).filter((s) => s.isWellFormed())), { maxLength: 6 }).map((parts) => parts.join("")),
 );
-const anyKey = fc.oneof(fc.constantFrom(...SPECIAL_KEYS), anyString);
+export const anyKey = fc.oneof(fc.constantFrom(...SPECIAL_KEYS), anyString);
 /** Any JSON value a client can send (well-formed strings; finite numbers), a few levels deep. */
 export const anyJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(
