@@ -316,17 +316,45 @@ describe("answers of http steps", () => {
 });
 
 /**
- * /health requests measured, and the bound on the slowest. The reading itself takes a few ms per
- * MiB; what /health waits for beyond that is the machine: on this shared 2-core VM, with another
- * suite running beside this one (load average ~6), p50 was ~40 ms, p99 ~300 ms and the max ~450 ms.
- * The bound says what matters: nothing holds the event loop for anything like a second.
+ * /health requests measured while bodies arrive. No latency is held to a fixed number (the machine
+ * is shared): the worst shapes are compared with a baseline measured in the same test, flat bodies
+ * of the same size refused on the same path (event data over 64 KiB). A reader that froze on deep
+ * shapes (nedb's took seconds at 24 levels) would be orders of magnitude past it; the bound leaves
+ * room for the extra scans the checks make.
  */
-const HEALTH_SAMPLES = 200;
-const HEALTH_MAX_MS = 1000;
+const HEALTH_SAMPLES = 150;
+
+/** /health asked HEALTH_SAMPLES times in a loop (each awaited) while each body is POSTed back to back. */
+async function healthWhile(bodies: string[]) {
+  const origin = suite.p.baseUrl.replace(/\/v1$/, "");
+  let stop = false;
+  const outcomes: Record<string, number> = {};
+  const load = bodies.map(async (body) => {
+    while (!stop) {
+      const res = await post("/events", body);
+      const outcome = `${res.status} ${res.body?.error?.code}`;
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+    }
+  });
+  // Wait until both senders have had an answer, so the load is on before the first sample.
+  while (Object.values(outcomes).reduce((a, b) => a + b, 0) < bodies.length) await new Promise((r) => setImmediate(r));
+  const times: number[] = [];
+  for (let i = 0; i < HEALTH_SAMPLES; i++) {
+    const started = performance.now();
+    const res = await request(`${origin}/health`);
+    await res.body.text();
+    times.push(performance.now() - started);
+    expect(res.statusCode).toBe(200);
+  }
+  stop = true;
+  await Promise.all(load);
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+  return { outcomes, p50: at(0.5), summary: `${at(0.5).toFixed(1)} / ${at(0.99).toFixed(1)} / ${times[times.length - 1].toFixed(1)}` };
+}
 
 describe("the event loop", () => {
   it("keeps answering /health while the worst accepted and refused bodies arrive", async () => {
-    const origin = suite.p.baseUrl.replace(/\/v1$/, "");
     const limit = 1024 * 1024;
     // The worst a body may be and still be read: exactly 32 levels (the body, then `data` and 30
     // objects inside it) and near 1 MiB, the bottom string full of escaped surrogate pairs (each a
@@ -347,33 +375,14 @@ describe("the event loop", () => {
     const deeper = await post("/events", worstAccepted.replace('"data":', '"data":{"k":').replace(/\}$/, "}}"));
     expectError(deeper, 400, "parameter_invalid", `data${".k".repeat(MAX_JSON_DEPTH - 1)}`);
 
-    // One sender of each kind, back to back, while /health is asked in a loop (each request awaited).
-    let stop = false;
-    const outcomes: Record<string, number> = {};
-    const hammer = async (body: string) => {
-      while (!stop) {
-        const res = await post("/events", body);
-        const outcome = `${res.status} ${res.body?.error?.code}`;
-        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-      }
-    };
-    const load = [hammer(worstAccepted), hammer(refusedDeep)];
-    await sleep(100);
-    const times: number[] = [];
-    for (let i = 0; i < HEALTH_SAMPLES; i++) {
-      const started = performance.now();
-      const res = await request(`${origin}/health`);
-      await res.body.text();
-      times.push(performance.now() - started);
-      expect(res.statusCode).toBe(200);
-    }
-    stop = true;
-    await Promise.all(load);
-    times.sort((a, b) => a - b);
-    const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
-    const max = times[times.length - 1];
-    console.log(`/health while 1 MiB bodies arrive: p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms, max ${max.toFixed(1)} ms; bodies: ${JSON.stringify(outcomes)}`);
-    expect(Object.keys(outcomes).sort()).toEqual(["400 parameter_invalid"]);
-    expect(max).toBeLessThan(HEALTH_MAX_MS);
+    const flat = `{"type":"big.shape","data":{"k":"${"x".repeat(limit - 100)}"}}`;
+    const baseline = await healthWhile([flat, flat]);
+    const worst = await healthWhile([worstAccepted, refusedDeep]);
+    console.log(
+      `/health while 1 MiB bodies arrive (p50 / p99 / max ms): flat ${baseline.summary}; worst shapes ${worst.summary}; bodies: ${JSON.stringify(worst.outcomes)}`,
+    );
+    expect(Object.keys(baseline.outcomes)).toEqual(["400 parameter_invalid"]);
+    expect(Object.keys(worst.outcomes).sort()).toEqual(["400 parameter_invalid"]);
+    expect(worst.p50).toBeLessThan(4 * baseline.p50 + 20);
   }, 25_000);
 });
