@@ -18,7 +18,7 @@ import { bareLine, bareLoop, flood, natsFor, paced, post, quantile, rate, Receiv
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
 const CLIENTS = 32;
-const COMMON = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
+const COMMON = { RATE_LIMIT_MAX: "10000000", RUN_STARTS_PER_MINUTE: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 
 interface ModeFigures {
   name: string;

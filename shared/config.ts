@@ -32,6 +32,7 @@ export const SETTING_NAMES = [
   "WEBHOOK_RETRY_DELAYS_MS",
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
   "WORKFLOW_RETRY_BASE_MS",
+  "RUN_STARTS_PER_MINUTE",
   "USAGE_RETENTION_DAYS",
   "EVENT_RETENTION_DAYS",
   "METRICS_PORT",
@@ -53,6 +54,8 @@ export interface Settings {
   webhookRetryDelaysMs: number[];
   webhookAllowPrivateTargets: boolean;
   workflowRetryBaseMs: number;
+  /** Runs started through the API per minute in one environment of an organization (429 beyond). */
+  runStartsPerMinute: number;
   usageRetentionDays: number;
   /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/retention.ts). */
   eventRetentionDays: number;
@@ -136,6 +139,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookRetryDelaysMs: delays.map(Number),
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
+    runStartsPerMinute: int(env, "RUN_STARTS_PER_MINUTE", 6000, 1, 10_000_000),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,

@@ -26,6 +26,8 @@ export const ERROR_CODES = {
   idempotency_key_in_use: { status: 409, type: "conflict_error" },
   invalid_state: { status: 409, type: "conflict_error" },
   resource_exists: { status: 409, type: "conflict_error" },
+  /** An organization's count quota (webhooks, keys, workflows) is reached; as Stripe answers its object limits. */
+  quota_exceeded: { status: 400, type: "invalid_request_error" },
   payload_too_large: { status: 413, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
@@ -57,6 +59,16 @@ export const notFound = (what: string, id: string): ApiError =>
 
 export const invalidParam = (param: string, message: string): ApiError =>
   new ApiError("parameter_invalid", message, { param });
+
+/**
+ * PATCH bodies: fastest-validator lets `null` through any optional field, so a field that must keep
+ * a value (a workflow's `status`, a webhook's `events`) is refused here when sent as null.
+ */
+export function refuseNulls(params: object, fields: readonly string[]): void {
+  for (const field of fields) {
+    if ((params as Record<string, unknown>)[field] === null) throw invalidParam(field, `${field} cannot be null; leave it out to keep its value`);
+  }
+}
 
 /** Raised by a storage adapter when a unique index would be violated. */
 export class DuplicateKeyError extends ApiError {

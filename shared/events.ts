@@ -17,6 +17,8 @@ export const SYSTEM_EVENT_TYPES = {
   "api_key.created": "An API key was created: key_id, name, environment",
   "api_key.revoked": "An API key was revoked: key_id, name, revoked_at",
   "webhook.disabled": "A webhook was disabled after repeated failed deliveries: webhook_id, reason",
+  "workflow.chain_limited":
+    "A chain of event-started runs used its budget, and an event's run was not started (once per chain): root_event_id, event_id, workflow_id, limit",
 } as const;
 export type SystemEventType = keyof typeof SYSTEM_EVENT_TYPES;
 
@@ -47,9 +49,11 @@ export interface EventDoc extends Doc {
   origin_workflow_id?: string;
   /** Internal: how many event-started runs led to this event (0 or absent: none). */
   chain_depth?: number;
+  /** Internal: the event that began the chain of runs that led to this one (absent: this event is a root). */
+  chain_root?: string;
 }
 
-export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth">;
+export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth" | "chain_root">;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {
@@ -89,11 +93,12 @@ export interface NewEvent {
   id?: string;
   origin_workflow_id?: string;
   chain_depth?: number;
+  chain_root?: string;
 }
 
 /** An event as stored: marked for each service that reacts to events (see shared/event-consumer.ts). */
 export function eventDoc(input: NewEvent, now: number): EventDoc {
-  const { id = newId("evt"), origin_workflow_id, chain_depth, ...fields } = input;
+  const { id = newId("evt"), origin_workflow_id, chain_depth, chain_root, ...fields } = input;
   return {
     id,
     ...fields,
@@ -102,6 +107,7 @@ export function eventDoc(input: NewEvent, now: number): EventDoc {
     untriggered_since: now,
     ...(origin_workflow_id && { origin_workflow_id }),
     ...(chain_depth && { chain_depth }),
+    ...(chain_root && { chain_root }),
   };
 }
 

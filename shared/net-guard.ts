@@ -28,25 +28,52 @@ for (const [net, prefix] of [
   blocked.addSubnet(net, prefix, "ipv4");
 }
 for (const [net, prefix] of [
-  ["::", 128],
-  ["::1", 128],
+  ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible ::a.b.c.d
+  ["64:ff9b:1::", 48], // local-use NAT64 (RFC 8215): translates into private networks
+  ["100::", 64], // discard-only
+  ["2001::", 23], // IETF protocol assignments: Teredo (2001::/32, its client address obfuscated), benchmarking, ORCHID
+  ["2001:db8::", 32], // documentation
   ["fc00::", 7], // unique local
   ["fe80::", 10], // link-local
+  ["fec0::", 10], // site-local (deprecated, still routed inside some networks)
   ["ff00::", 8], // multicast
-  ["2001:db8::", 32], // documentation
 ] as const) {
   blocked.addSubnet(net, prefix, "ipv6");
 }
 
-/** The IPv4 address an IPv6 one embeds (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`), if any. */
-function embeddedV4(ip: string): string | undefined {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex) return undefined;
-  const [hi, lo] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted quad and a zone allowed), if it is one. */
+function groupsOf(ip: string): number[] | undefined {
+  let text = ip.toLowerCase().split("%")[0];
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const b = quad.slice(1).map(Number);
+    if (b.some((x) => x > 255)) return undefined;
+    text = `${text.slice(0, quad.index)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)));
+  const head = parse(halves[0]);
+  const tail = halves.length === 2 ? parse(halves[1]) : [];
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 1 ? fill !== 0 : fill < 1) return undefined;
+  const groups = [...head, ...new Array<number>(halves.length === 2 ? fill : 0).fill(0), ...tail];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+const v4Of = (hi: number, lo: number): string => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * The IPv4 address an IPv6 one carries and is routed to: mapped `::ffff:a.b.c.d`, translated
+ * `::ffff:0:a.b.c.d` (SIIT), NAT64 `64:ff9b::a.b.c.d`, and 6to4 `2002:aabb:ccdd::/48`.
+ */
+function embeddedV4(groups: number[]): string | undefined {
+  const zero = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  if (zero(0, 5) && groups[5] === 0xffff) return v4Of(groups[6], groups[7]);
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) return v4Of(groups[6], groups[7]);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4Of(groups[6], groups[7]);
+  if (groups[0] === 0x2002) return v4Of(groups[1], groups[2]);
+  return undefined;
 }
 
 /** True for any address a webhook must not reach: loopback, private, link-local, reserved, … */
@@ -54,9 +81,11 @@ export function isPrivateAddress(ip: string): boolean {
   const family = isIP(ip);
   if (family === 4) return blocked.check(ip, "ipv4");
   if (family !== 6) return true;
-  const v4 = embeddedV4(ip);
+  const groups = groupsOf(ip);
+  if (groups === undefined) return true;
+  const v4 = embeddedV4(groups);
   if (v4 !== undefined) return blocked.check(v4, "ipv4");
-  return blocked.check(ip, "ipv6");
+  return blocked.check(groups.map((g) => g.toString(16)).join(":"), "ipv6");
 }
 
 export interface TargetRules {
@@ -94,8 +123,8 @@ export async function checkTargetUrl(raw: string, rules: TargetRules, resolve = 
     }
     if (addresses.length === 0) throw refuse(`the host '${host}' does not resolve`);
   }
-  const inner = addresses.find(isPrivateAddress);
-  if (inner !== undefined) throw refuse(`the host resolves to a private, loopback or reserved address (${inner})`);
+  // Which address is not said: the answer would map the platform's own network for a caller.
+  if (addresses.some(isPrivateAddress)) throw refuse("the host resolves to a private address");
   return url;
 }
 
@@ -111,9 +140,8 @@ export function guardedLookup(allowPrivate: boolean) {
       if (err) return callback(err, []);
       const list = addresses as LookupAddress[];
       if (!allowPrivate) {
-        const inner = list.find((a) => isPrivateAddress(a.address));
-        if (inner) {
-          const refused: NodeJS.ErrnoException = new Error(`target address not allowed: ${hostname} resolves to ${inner.address}`);
+        if (list.some((a) => isPrivateAddress(a.address))) {
+          const refused: NodeJS.ErrnoException = new Error(`target address not allowed: ${hostname} resolves to a private address`);
           refused.code = "ERR_URL_NOT_ALLOWED";
           return callback(refused, []);
         }

@@ -1,5 +1,6 @@
 import { Agent, request, type Dispatcher } from "undici";
-import { guardedLookup } from "./net-guard";
+import { isIP } from "node:net";
+import { guardedLookup, isPrivateAddress } from "./net-guard";
 
 /**
  * Requests the platform makes to its users' servers (webhook deliveries, workflow http steps):
@@ -8,11 +9,32 @@ import { guardedLookup } from "./net-guard";
  * reads in a delivery log or a run's step.
  */
 export function outboundAgent(allowPrivate: boolean, opts: { connections?: number; connectTimeoutMs?: number; keepAliveMs?: number } = {}): Agent {
-  return new Agent({
+  const agent = new Agent({
     ...(opts.connections !== undefined && { connections: opts.connections }),
     keepAliveTimeout: opts.keepAliveMs ?? 30_000,
     connect: { lookup: guardedLookup(allowPrivate), ...(opts.connectTimeoutMs !== undefined && { timeout: opts.connectTimeoutMs }) },
   });
+  if (allowPrivate) privateAllowed.add(agent);
+  return agent;
+}
+
+/** Agents made with `allowPrivate`; any other agent gets the address rule on IP literals too. */
+const privateAllowed = new WeakSet<Agent>();
+
+/**
+ * A socket to an IP literal never asks `lookup`, so the guard must look at the URL itself: a target
+ * stored while private targets were allowed is refused once the setting says otherwise.
+ */
+function literalRefused(agent: Agent, url: string): boolean {
+  if (privateAllowed.has(agent)) return false;
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  if (host.startsWith("[")) host = host.slice(1, -1);
+  return isIP(host) !== 0 && isPrivateAddress(host);
 }
 
 export interface OutboundRequest {
@@ -32,6 +54,7 @@ export type OutboundResult =
 export async function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
+  if (literalRefused(agent, url)) return { answered: false, error: "target address not allowed: the host is a private address", ms: ms() };
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), req.timeoutMs);
   try {

@@ -6,7 +6,8 @@ import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
-import { checkExpiry, checkGrantable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
+import { checkCountQuota, QUOTAS } from "../../shared/quotas";
+import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,
   digestParams,
@@ -45,7 +46,10 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         const caller = callerOf(ctx);
         const environment = ctx.params.environment ?? caller.environment;
         const scopes = checkGrantable(caller, ctx.params.scopes, environment);
-        const expires_at = checkExpiry(ctx.params.expires_at);
+        const own = await this.keys.get(tenantOf(ctx), caller.key_id);
+        const expires_at = checkExpiry(ctx.params.expires_at, Date.now(), own?.expires_at ?? null);
+        const limit = QUOTAS.active_api_keys_per_environment;
+        await checkCountQuota(this.keys, { org_id: caller.org_id, environment }, { status: "active" }, "active_api_keys_per_environment", limit, "active API keys per environment");
         return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at });
       },
     },
@@ -80,6 +84,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         const tenant = tenantOf(ctx);
         const current = await this.keys.get(tenant, ctx.params.id);
         if (!current) throw notFound("api key", ctx.params.id);
+        checkRevocable(callerOf(ctx), current);
         const revoked_at = nowIso();
         // The revocation and its event are stored together or not at all.
         const [revoked] =
@@ -170,6 +175,8 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
     this.keys = this.store.collection<KeyDoc>("api_keys", [
       { fields: { digest: 1 }, unique: true },
       { fields: { org_id: 1, environment: 1, id: -1 } },
+      // The active-keys quota counts through it, however many keys were revoked.
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
     ]);
     this.events = eventsCollection(this.store);
   },

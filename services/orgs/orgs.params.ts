@@ -23,6 +23,8 @@ export const updateParams = {
   name: { type: "string", trim: true, min: 1, max: 200, optional: true },
   api_version: { type: "enum", values: [...API_VERSIONS], optional: true },
 } as const;
+/** Fields PATCH may leave out but not set to null. */
+export const NOT_NULL = ["name", "api_version"] as const;
 export interface UpdateParams {
   id: string;
   name?: string;
@@ -37,7 +39,8 @@ export interface ListMembersParams extends PageParams {
 export const addMemberParams = {
   $$strict: true,
   id: orgId,
-  email: { type: "email", normalize: true, max: 254 },
+  // Precise: refuses empty labels (`a@b..com`) and dots at the ends of the local part.
+  email: { type: "email", mode: "precise", normalize: true, max: 254 },
   role: { type: "enum", values: [...ROLES] },
 } as const;
 export interface AddMemberParams {

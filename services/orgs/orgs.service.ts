@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, type CallMeta } from "../../shared/context";
-import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
@@ -14,6 +14,7 @@ import {
   listMembersParams,
   lookupParams,
   memberParams,
+  NOT_NULL,
   updateMemberParams,
   updateParams,
   type AddMemberParams,
@@ -102,6 +103,7 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>) {
+        refuseNulls(ctx.params, NOT_NULL);
         const org = await this.ownOrg(ctx);
         const { name, api_version } = ctx.params;
         const updated = await this.orgs.update(

@@ -1,11 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
+import { QUOTAS } from "../../shared/quotas";
 import { SECRET_PREFIX } from "../../shared/signing";
 import type { Doc, Environment } from "../../shared/storage/types";
 
 /** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
 export const DISABLE_AFTER_FAILURES = 10;
+/** Secrets that sign one delivery at most: the current one and the last rotated out. */
+export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
@@ -44,7 +47,9 @@ export const generateSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).t
 
 export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
   const now = new Date(nowMs).toISOString();
-  const secrets = [doc.secret, ...doc.previous_secrets.filter((p) => p.expires_at > now).map((p) => p.secret)];
+  // The newest rotated-out secret only (rotations now keep one; older documents may hold more).
+  const previous = doc.previous_secrets.filter((p) => p.expires_at > now).slice(0, SIGNING_SECRETS_MAX - 1);
+  const secrets = [doc.secret, ...previous.map((p) => p.secret)];
   const { id, org_id, environment, url, events, status, consecutive_failures } = doc;
   return { id, org_id, environment, url, events, status, secrets, consecutive_failures };
 }

@@ -32,6 +32,8 @@ export const updateParams = {
   description: { ...description, nullable: true },
   status: { type: "enum", values: ["enabled", "disabled"], optional: true },
 } as const;
+/** Fields PATCH may leave out but not set to null. */
+export const NOT_NULL = ["url", "events", "status"] as const;
 export interface UpdateParams {
   id: string;
   url?: string;

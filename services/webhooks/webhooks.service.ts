@@ -1,7 +1,8 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, deliveryView, DELIVERY_DUE, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
-import { ApiError, notFound } from "../../shared/errors";
+import { ApiError, notFound, refuseNulls } from "../../shared/errors";
+import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
@@ -27,6 +28,7 @@ import {
   deliveryParams,
   idParams,
   listParams,
+  NOT_NULL,
   outcomeParams,
   subscribersParams,
   targetParams,
@@ -67,6 +69,8 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         const tenant = tenantOf(ctx);
         const events = checkSubscription(ctx.params.events);
         const url = await this.checkUrl(ctx.params.url, tenant);
+        const limit = QUOTAS.webhooks_per_environment;
+        await checkCountQuota(this.webhooks, tenant, {}, "webhooks_per_environment", limit, "webhooks per environment");
         const at = nowIso();
         const doc: WebhookDoc = {
           id: newId("wh"),
@@ -108,6 +112,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>): Promise<WebhookView> {
+        refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const { url, events, description, status } = ctx.params;
@@ -139,14 +144,17 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
       },
     },
 
-    /** POST /webhooks/{id}/rotate-secret — webhooks:write; the old secret keeps signing for 24 h. */
+    /**
+     * POST /webhooks/{id}/rotate-secret — webhooks:write; the old secret keeps signing for 24 h. At
+     * most two secrets sign at once: rotating again retires the older overlap at once, so a
+     * delivery never carries more than two signatures.
+     */
     rotateSecret: {
       params: idParams,
       async handler(ctx: Ctx<IdParams>): Promise<WebhookView & { secret: string }> {
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const now = Date.now();
-        const kept = current.previous_secrets.filter((p) => p.expires_at > new Date(now).toISOString());
         const secret = generateSecret();
         const updated = await this.webhooks.update(
           tenant,
@@ -154,7 +162,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
           {
             $set: {
               secret,
-              previous_secrets: [{ secret: current.secret, expires_at: new Date(now + ROTATION_OVERLAP_MS).toISOString() }, ...kept],
+              previous_secrets: [{ secret: current.secret, expires_at: new Date(now + ROTATION_OVERLAP_MS).toISOString() }],
               updated_at: nowIso(),
             },
           },

@@ -207,6 +207,7 @@ export class RunEngine {
           source: "workflows",
           origin_workflow_id: run.workflow_id,
           chain_depth: run.chain_depth,
+          chain_root: run.chain_root,
         });
         if (stored.type === "workflow.completed") this.o.ended?.(stored);
       } catch (err) {

@@ -63,9 +63,11 @@ export interface RunDoc extends Doc {
   trigger_key?: string;
   /** Internal: event-started runs in the chain that led to this one (its events carry it on). */
   chain_depth?: number;
+  /** Internal, event-started runs: the root event of their chain, whose run budget they count against. */
+  chain_root?: string;
 }
 
-export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth">;
+export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth" | "chain_root">;
 
 export const runView = ({
   org_id: _o,
@@ -78,13 +80,14 @@ export const runView = ({
   outbox: _ob,
   trigger_key: _t,
   chain_depth: _cd,
+  chain_root: _cr,
   ...view
 }: RunDoc): RunView => view;
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
 
-export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number, chainDepth = 0): RunDoc {
+export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number, chainDepth = 0, chainRoot?: string): RunDoc {
   const at = new Date(nowMs).toISOString();
   return {
     id: newId("run"),
@@ -106,6 +109,7 @@ export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, tr
     outbox: [],
     ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
     ...(chainDepth > 0 && { chain_depth: chainDepth }),
+    ...(chainRoot !== undefined && { chain_root: chainRoot }),
   };
 }
 

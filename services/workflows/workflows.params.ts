@@ -38,6 +38,8 @@ export const updateParams = {
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
 } as const;
+/** Fields PATCH may leave out but not set to null. */
+export const NOT_NULL = ["name", "status", "trigger", "steps"] as const;
 export interface UpdateParams {
   id: string;
   name?: string;

@@ -1,15 +1,16 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
-import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
-import { EVENT_STORED, eventsCollection, type EventDoc } from "../../shared/events";
+import { EVENT_STORED, eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { runOutcomesCollection, runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
-import { FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl } from "../../shared/retention";
+import { checkCountQuota, QUOTAS } from "../../shared/quotas";
+import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
+import type { Collection, Doc, Environment, Filter, Store, Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { finish, MAX_CHAIN_DEPTH, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
 import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
@@ -18,6 +19,7 @@ import {
   idParams,
   listParams,
   listRunsParams,
+  NOT_NULL,
   runParams,
   startRunParams,
   updateParams,
@@ -30,6 +32,22 @@ import {
   type UpdateParams,
 } from "./workflows.params";
 
+/**
+ * A count of runs started against a limit: the budget of one chain of event-started runs (under the
+ * id of the event that began it), or the runs started through the API in one minute of one
+ * environment (`starts/<org>/<environment>/<minute>`).
+ */
+interface BudgetDoc extends Doc {
+  environment: Environment;
+  runs: number;
+  /** Pruned after this: EVENT_RETENTION_DAYS after a chain's root event, an hour after a minute. */
+  expires_at: string;
+  /** When a chain's budget first refused a run (its `workflow.chain_limited` is stored then, once). */
+  limited_at?: string;
+}
+
+const MINUTE_MS = 60_000;
+
 /** Runs one workflows node drives at once. */
 const MAX_ACTIVE_RUNS = 64;
 const SWEEP_MS = 500;
@@ -41,6 +59,8 @@ interface WorkflowsVars {
   workflows: Collection<WorkflowDoc>;
   runs: Collection<RunDoc>;
   events: Collection<EventDoc>;
+  /** Run budgets: of event chains (QUOTAS.runs_per_event_chain) and of API starts per minute. */
+  budgets: Collection<BudgetDoc>;
   engine: RunEngine;
   consumer: EventConsumer;
   sweeper: NodeJS.Timeout | undefined;
@@ -55,6 +75,12 @@ interface WorkflowsMethods {
   decide(tenant: Required<Tenant>, params: RunParams, kind: "cancel" | "approve" | "reject"): Promise<RunView>;
   /** Starts the runs one tenant's events trigger; answers the events not done. */
   trigger(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
+  /** Creates the budget `id`, unless it exists. */
+  openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
+  /** Stores `run` and counts it against the budget `id`, both or neither; false: the budget is spent. */
+  startCounted(tenant: Required<Tenant>, budget: { id: string; limit: number; expiresAt: number }, run: RunDoc): Promise<boolean>;
+  /** A run the budget refused: a warning, and once per chain the `workflow.chain_limited` event. */
+  chainLimited(tenant: Required<Tenant>, root: string, event: EventDoc, workflowId: string): Promise<void>;
   /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
   pruneRuns(now: number, control: PruneControl): Promise<number>;
 }
@@ -83,6 +109,8 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         const tenant = tenantOf(ctx);
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
+        const limit = QUOTAS.workflows_per_environment;
+        await checkCountQuota(this.workflows, tenant, {}, "workflows_per_environment", limit, "workflows per environment");
         const at = nowIso();
         const doc: WorkflowDoc = {
           id: newId("wf"),
@@ -130,6 +158,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>): Promise<WorkflowView> {
+        refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.workflows.get(tenant, ctx.params.id);
         if (!current) throw notFound("workflow", ctx.params.id);
@@ -156,8 +185,19 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         if (workflow.status !== "active") throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
         const input = ctx.params.input ?? {};
         if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES) throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
-        const run = newRun(workflow, input, { type: "manual" }, Date.now());
-        await this.runs.insert(run);
+        const now = Date.now();
+        const run = newRun(workflow, input, { type: "manual" }, now);
+        // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
+        const minute = now - (now % MINUTE_MS);
+        const limit = settingsOf(this.broker).runStartsPerMinute;
+        const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+        if (!(await this.startCounted(tenant, budget, run))) {
+          throw new ApiError("rate_limited", `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`, {
+            quota: "runs_started_per_minute",
+            limit,
+            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+          });
+        }
         // A lost wake-up only delays the run until a node's next poll.
         this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
         return runView(run);
@@ -276,37 +316,97 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
       const now = Date.now();
       await Promise.all(
-        events.flatMap((event: EventDoc) =>
-          listening
+        events.map(async (event: EventDoc) => {
+          const targets = listening
             .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
             // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
             .filter(() => {
               if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
               this.logger.warn(`event ${event.id} (${event.type}) starts no run: ${MAX_CHAIN_DEPTH} event-started runs led to it`);
               return false;
-            })
-            .map(async (wf) => {
-              const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
-              const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1);
-              try {
-                await this.runs.insert(run);
-                started.push(run.id);
-              } catch (err) {
-                // Started already (a sweep racing a wake-up); anything else: the sweep retries.
-                if (!isDuplicate(err)) incomplete.add(event.id);
-              }
-            }),
-        ),
+            });
+          if (targets.length === 0) return;
+          const root = event.chain_root ?? event.id;
+          const budget = { id: root, limit: QUOTAS.runs_per_event_chain, expiresAt: now + settingsOf(this.broker).eventRetentionDays * DAY_MS };
+          try {
+            // A root event opens its chain's budget once; later links find it (or reopen it when pruned).
+            if (event.chain_root === undefined) await this.openBudget(tenant, root, budget.expiresAt);
+            await Promise.all(
+              targets.map(async (wf) => {
+                const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
+                const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1, root);
+                try {
+                  if (await this.startCounted(tenant, budget, run)) started.push(run.id);
+                  else await this.chainLimited(tenant, root, event, wf.id);
+                } catch (err) {
+                  // Started already (a sweep racing a wake-up); anything else: the sweep retries.
+                  if (!isDuplicate(err)) incomplete.add(event.id);
+                }
+              }),
+            );
+          } catch {
+            incomplete.add(event.id);
+          }
+        }),
       );
       for (const id of started) this.engine.wake(id);
       return incomplete;
     },
 
-    pruneRuns(now, control) {
+    async openBudget(tenant, id, expiresAt) {
+      try {
+        await this.budgets.insert({ id, ...tenant, runs: 0, expires_at: new Date(expiresAt).toISOString() });
+      } catch (err) {
+        if (!isDuplicate(err)) throw err;
+      }
+    },
+
+    async startCounted(tenant, { id, limit, expiresAt }, run) {
+      for (let tries = 0; tries < 2; tries += 1) {
+        // The count and the run are stored together: a run that exists was counted once, a
+        // duplicate (the run started already) takes nothing, and two nodes never both take the last.
+        const written = await this.store.atomically([
+          { op: "update", collection: this.budgets, scope: tenant, filter: { id, runs: { $lt: limit } }, update: { $inc: { runs: 1 } } },
+          { op: "insert", collection: this.runs, doc: run },
+        ]);
+        if (written) return true;
+        if (await this.budgets.get(tenant, id)) return false;
+        // Not opened yet (a new minute), or pruned under a chain older than the retention period.
+        await this.openBudget(tenant, id, expiresAt);
+      }
+      return false;
+    },
+
+    async chainLimited(tenant, root, event, workflowId) {
+      const limit = QUOTAS.runs_per_event_chain;
+      this.logger.warn(
+        `event ${event.id} (${event.type}) does not start workflow ${workflowId}: its chain (root event ${root}) has started ${limit} runs, the most one event may set off`,
+      );
+      // The trace, once per chain: the first refusal marks the budget and stores workflow.chain_limited with it.
+      await recordWith(
+        this.store,
+        this.events,
+        this.broker,
+        [{ op: "update", collection: this.budgets, scope: tenant, filter: { id: root, limited_at: { $exists: false } }, update: { $set: { limited_at: nowIso() } } }],
+        {
+          ...tenant,
+          type: "workflow.chain_limited",
+          data: { root_event_id: root, event_id: event.id, workflow_id: workflowId, limit },
+          source: "workflows",
+          chain_depth: event.chain_depth,
+          chain_root: root,
+        },
+      );
+    },
+
+    async pruneRuns(now, control) {
       const days = settingsOf(this.broker).eventRetentionDays;
       // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
       const before = new Date(retentionCutoff(days, now)).toISOString();
-      return prune({ collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } }, control);
+      const runs = await prune({ collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } }, control);
+      // Budgets past their time go too (not counted: the answer is runs).
+      await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
+      return runs;
     },
 
     checkedSteps(steps, tenant) {
@@ -332,6 +432,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       ...RUN_RETENTION_INDEXES,
     ]);
     this.events = eventsCollection(this.store);
+    this.budgets = this.store.collection<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]);
     this.tally = new Tally(runOutcomesCollection(this.store), (message, err) => this.logger.warn(message, err));
     this.engine = new RunEngine({
       runs: this.runs,

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { Agent, request } from "undici";
 import { checkTargetUrl, guardedLookup, isPrivateAddress } from "../../shared/net-guard";
+import { outbound, outboundAgent } from "../../shared/outbound";
 
 describe("isPrivateAddress", () => {
   it.each([
@@ -59,5 +60,84 @@ describe("guardedLookup, at connect time", () => {
     const res = await request(`http://localhost:${port}/`, { dispatcher: open });
     expect(await res.body.text()).toBe("ok");
     await open.close();
+  });
+});
+
+describe("isPrivateAddress, IPv6 forms that carry or reach an inner address", () => {
+  it.each([
+    ["::127.0.0.1", "IPv4-compatible (deprecated ::/96)"],
+    ["::7f00:1", "IPv4-compatible, in hex"],
+    ["::8.8.8.8", "IPv4-compatible of a public address: the whole deprecated range"],
+    ["::ffff:0:7f00:1", "SIIT translated ::ffff:0:a.b.c.d"],
+    ["::ffff:0:10.1.2.3", "SIIT translated, dotted"],
+    ["0:0:0:0:0:ffff:7f00:1", "mapped, written out in full"],
+    ["64:ff9b:1::1", "local-use NAT64 64:ff9b:1::/48"],
+    ["64:ff9b:1:ffff::8.8.8.8", "local-use NAT64 of a public address"],
+    ["2002:7f00:1::1", "6to4 of 127.0.0.1"],
+    ["2002:a00:1::", "6to4 of 10.0.0.1"],
+    ["2002:c0a8:101::5", "6to4 of 192.168.1.1"],
+    ["fec0::1", "site-local fec0::/10"],
+    ["feff::1", "the end of fec0::/10"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"],
+    ["100::1", "discard-only"],
+    ["FE80::1%eth0", "link-local with a zone, upper case"],
+  ])("refuses %s (%s)", (ip) => expect(isPrivateAddress(ip)).toBe(true));
+
+  it.each(["2002:808:808::1", "64:ff9b::8.8.8.8", "2a00:1450:4001::200e", "::ffff:0:808:808"])("allows %s", (ip) =>
+    expect(isPrivateAddress(ip)).toBe(false),
+  );
+
+  it("refuses these forms as URL hosts, saying only that the host resolves to a private address", async () => {
+    const live = { allowPrivate: false, environment: "live" as const };
+    for (const host of ["[::127.0.0.1]", "[::ffff:0:7f00:1]", "[64:ff9b:1::a00:1]", "[2002:a00:1::1]", "[fec0::1]"]) {
+      const err = await checkTargetUrl(`https://${host}/hook`, live).catch((e: unknown) => e);
+      expect(err).toMatchObject({ type: "url_not_allowed", message: "the host resolves to a private address" });
+    }
+    const viaDns = await checkTargetUrl("https://hooks.example.com/x", live, async () => ["93.184.215.14", "10.0.0.7"]).catch((e: unknown) => e);
+    expect((viaDns as Error).message).toBe("the host resolves to a private address");
+    expect((viaDns as Error).message).not.toContain("10.0.0.7");
+  });
+});
+
+describe("outbound, at send time", () => {
+  let server: Server;
+  let port: number;
+  let hits = 0;
+  beforeAll(async () => {
+    server = createServer((_req, res) => {
+      hits += 1;
+      res.end("ok");
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  const req = { method: "POST" as const, headers: {}, body: "{}", timeoutMs: 2000, keep: 0 };
+
+  it("refuses an IP-literal private target (no lookup happens for it) unless private targets are allowed", async () => {
+    const strict = outboundAgent(false);
+    const refused = await outbound(strict, `http://127.0.0.1:${port}/`, req);
+    expect(refused).toMatchObject({ answered: false, error: "target address not allowed: the host is a private address" });
+    const mapped = await outbound(strict, `http://[::ffff:127.0.0.1]:${port}/`, req);
+    expect(mapped).toMatchObject({ answered: false });
+    expect(hits).toBe(0);
+    await strict.close();
+
+    const open = outboundAgent(true);
+    expect(await outbound(open, `http://127.0.0.1:${port}/`, req)).toMatchObject({ answered: true, status: 200 });
+    expect(hits).toBe(1);
+    await open.close();
+  });
+
+  it("names no address when a name resolves inward at connect time", async () => {
+    const strict = outboundAgent(false);
+    const res = await outbound(strict, `http://localhost:${port}/`, req);
+    expect(res.answered).toBe(false);
+    if (!res.answered) {
+      expect(res.error).toBe("target address not allowed: localhost resolves to a private address");
+      expect(res.error).not.toMatch(/127\.0\.0\.1|::1/);
+    }
+    await strict.close();
   });
 });
