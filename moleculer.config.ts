@@ -2,7 +2,14 @@ import type { BrokerOptions } from "moleculer";
 import type { Settings } from "./shared/config";
 import { jsonLines } from "./shared/log-format";
 import { MsgpackrSerializer } from "./shared/serializer";
-import { BatchingNatsTransporter } from "./shared/transporter";
+import { PromptDiscoverer } from "./shared/discoverer";
+import { BatchingNatsTransporter, natsOptions } from "./shared/transporter";
+
+/**
+ * Moleculer's built-in metrics that describe the machine rather than the platform (the OS user,
+ * home directory, host name, network addresses and MAC, the process's arguments): never exported.
+ */
+export const PRIVATE_METRICS = ["process.arguments", "os.user.*", "os.network.*", "os.hostname"];
 
 /**
  * Broker options, set deliberately: Moleculer's defaults are no request timeout, no retries and no
@@ -14,7 +21,7 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
   return {
     namespace: "wfp",
     nodeID: settings.nodeId,
-    transporter: settings.transporter ? new BatchingNatsTransporter({ url: settings.transporter }) : undefined,
+    transporter: settings.transporter ? new BatchingNatsTransporter(natsOptions(settings.transporter, settings.nats)) : undefined,
     serializer: new MsgpackrSerializer(),
     logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: jsonLines, level: settings.logLevel } },
     // Time-outs and the breaker guard remote calls; in one process a call cannot be lost in transit,
@@ -25,8 +32,9 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     // another once the broker drops the dead node.
     retryPolicy: { enabled: clustered, retries: 0, delay: 100, maxDelay: 1000, factor: 2, check: (err: Error) => Boolean((err as { retryable?: boolean }).retryable) },
     circuitBreaker: { enabled: clustered, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000 },
-    registry: { strategy: "RoundRobin", preferLocal: true },
-    // A node killed without a goodbye is dropped (and calls pending on it rejected) after 6 s.
+    registry: { strategy: "RoundRobin", preferLocal: true, discoverer: new PromptDiscoverer() },
+    // A node killed without a goodbye is dropped (and calls pending on it rejected) 6 s after its
+    // last heartbeat, ≤ 9 s after it died (PromptDiscoverer; Moleculer's own check took 7–11 s).
     heartbeatInterval: 2,
     heartbeatTimeout: 6,
     // bin/server.ts owns SIGTERM/SIGINT; Moleculer's own handlers would stop the broker a second time.
@@ -38,7 +46,11 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     metrics:
       settings.metricsPort === undefined
         ? false
-        : { enabled: true, reporter: { type: "Prometheus", options: { port: settings.metricsPort, path: "/metrics" } } },
+        : {
+            enabled: true,
+            // On loopback unless METRICS_HOST widens it; nothing about the machine or its user.
+            reporter: { type: "Prometheus", options: { host: settings.metricsHost, port: settings.metricsPort, path: "/metrics", excludes: PRIVATE_METRICS } },
+          },
     tracing: false,
     ...overrides,
   };

@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { isIP } from "node:net";
+
 /**
  * Every setting the platform reads from the environment, parsed and checked once at start.
  * A bad value stops the process with a message naming the setting.
@@ -36,6 +39,13 @@ export const SETTING_NAMES = [
   "USAGE_RETENTION_DAYS",
   "EVENT_RETENTION_DAYS",
   "METRICS_PORT",
+  "METRICS_HOST",
+  "NATS_USER",
+  "NATS_PASSWORD",
+  "NATS_TOKEN",
+  "NATS_TLS_CA",
+  "NATS_TLS_CERT",
+  "NATS_TLS_KEY",
 ] as const;
 
 export interface Settings {
@@ -61,6 +71,18 @@ export interface Settings {
   eventRetentionDays: number;
   /** Prometheus metrics on this port (`/metrics`); unset: off. */
   metricsPort: number | undefined;
+  /** The address the metrics listener binds: loopback unless widened on purpose. */
+  metricsHost: string;
+  /** How this node proves itself to nats-server, and checks the server (TLS). */
+  nats: NatsAuth;
+}
+
+/** NATS credentials (a user and password, or a token) and TLS files; all unset: none. */
+export interface NatsAuth {
+  user?: string;
+  password?: string;
+  token?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
 }
 
 export class SettingsError extends Error {
@@ -103,6 +125,34 @@ function services(env: Env): ServiceName[] {
   return [...new Set(names)] as ServiceName[];
 }
 
+function metricsHost(env: Env): string {
+  const raw = env.METRICS_HOST?.trim() || "127.0.0.1";
+  if (isIP(raw) === 0 && raw !== "localhost") throw new SettingsError("METRICS_HOST", `'${raw}' is not an IP address`);
+  return raw;
+}
+
+function natsAuth(env: Env): NatsAuth {
+  const text = (name: string) => env[name]?.trim() || undefined;
+  const [user, password, token] = [text("NATS_USER"), env.NATS_PASSWORD || undefined, env.NATS_TOKEN || undefined];
+  if (token !== undefined && (user !== undefined || password !== undefined)) {
+    throw new SettingsError("NATS_TOKEN", "give either NATS_TOKEN or NATS_USER and NATS_PASSWORD, not both");
+  }
+  if ((user === undefined) !== (password === undefined)) {
+    throw new SettingsError(user === undefined ? "NATS_USER" : "NATS_PASSWORD", "NATS_USER and NATS_PASSWORD go together");
+  }
+  const file = (name: string) => {
+    const path = text(name);
+    if (path !== undefined && !existsSync(path)) throw new SettingsError(name, `no file at '${path}'`);
+    return path;
+  };
+  const [caFile, certFile, keyFile] = [file("NATS_TLS_CA"), file("NATS_TLS_CERT"), file("NATS_TLS_KEY")];
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new SettingsError(certFile === undefined ? "NATS_TLS_CERT" : "NATS_TLS_KEY", "NATS_TLS_CERT and NATS_TLS_KEY go together");
+  }
+  const tls = caFile || certFile ? { ...(caFile && { caFile }), ...(certFile && { certFile, keyFile }) } : undefined;
+  return { ...(user && { user, password }), ...(token && { token }), ...(tls && { tls }) };
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
 export function loadSettings(env: Env = process.env): Settings {
@@ -143,5 +193,7 @@ export function loadSettings(env: Env = process.env): Settings {
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
+    metricsHost: metricsHost(env),
+    nats: natsAuth(env),
   };
 }

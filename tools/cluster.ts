@@ -61,7 +61,8 @@ async function main(): Promise<void> {
   const basePort = Number(process.env.PORT ?? 3000);
   const dataDir = resolve(process.env.DATA_DIR ?? "./data");
   const nats = process.env.TRANSPORTER ? null : await startNats(10_000, true);
-  const transporter = process.env.TRANSPORTER ?? nats!.url;
+  // Our own nats-server's credentials reach the processes as settings, not inside the URL (which is printed).
+  const transporter = process.env.TRANSPORTER ?? nats!.address;
   const members: Member[] = [];
   const metricsBase = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
   let stopping = false;
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
       env: {
         ...process.env,
         TRANSPORTER: transporter,
+        ...nats?.env,
         DATA_DIR: dataDir,
         SERVICES: service,
         NODE_ID: name,

@@ -1,13 +1,24 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /**
- * A real nats-server for tests (Debian's `nats-server` package), on a free loopback port.
+ * A real nats-server for tests and `npm run cluster` (Debian's `nats-server` package), on a free
+ * loopback port, which refuses any client without its user and password (generated per server).
  */
 export interface NatsServer {
-  /** `nats://127.0.0.1:<port>`, for TRANSPORTER or a broker's `transporter`. */
+  /** `nats://<user>:<password>@127.0.0.1:<port>`, for TRANSPORTER or a broker's `transporter`. */
   url: string;
+  /** `nats://127.0.0.1:<port>`: the address without the credentials. */
+  address: string;
   port: number;
+  user: string;
+  password: string;
+  /** The settings that give a node the credentials: NATS_USER and NATS_PASSWORD. */
+  env: { NATS_USER: string; NATS_PASSWORD: string };
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and resolves once it has exited. */
   stop(): Promise<void>;
 }
@@ -41,14 +52,24 @@ const accepts = (port: number): Promise<boolean> =>
  */
 export async function startNats(timeoutMs = 10_000, detached = false): Promise<NatsServer> {
   const port = await freePort();
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: ["ignore", "ignore", "pipe"], detached });
+  const user = "wfp";
+  const password = randomBytes(18).toString("base64url");
+  // In a file only this user reads, not on the command line where any local user would see it.
+  const dir = mkdtempSync(join(tmpdir(), "wfp-nats-"));
+  const config = join(dir, "nats.conf");
+  writeFileSync(config, `authorization {\n  user: "${user}"\n  password: "${password}"\n}\n`, { mode: 0o600 });
+  const removeConfig = () => rmSync(dir, { recursive: true, force: true });
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-c", config], { stdio: ["ignore", "ignore", "pipe"], detached });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   let running = true;
   void exited.then(() => (running = false));
   // A test runner that dies without stopping it must not leave the server behind.
-  const killOnExit = () => child.kill("SIGKILL");
+  const killOnExit = () => {
+    child.kill("SIGKILL");
+    removeConfig();
+  };
   process.once("exit", killOnExit);
 
   const failed = new Promise<never>((_, fail) => {
@@ -69,16 +90,21 @@ export async function startNats(timeoutMs = 10_000, detached = false): Promise<N
   try {
     await Promise.race([listening, failed]);
   } catch (err) {
-    child.kill("SIGKILL");
+    killOnExit();
     process.off("exit", killOnExit);
     throw err;
   }
 
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${user}:${password}@127.0.0.1:${port}`,
+    address: `nats://127.0.0.1:${port}`,
     port,
+    user,
+    password,
+    env: { NATS_USER: user, NATS_PASSWORD: password },
     async stop() {
       process.off("exit", killOnExit);
+      removeConfig();
       if (!running) return;
       const force = setTimeout(() => child.kill("SIGKILL"), 5_000);
       child.kill("SIGTERM");

@@ -15,6 +15,7 @@ import type { Store } from "../../shared/storage/types";
 import { Meter } from "../../shared/usage";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { readJsonBody } from "./body";
+import { BusGuard, busLinkOf } from "./bus-guard";
 import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboard";
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
@@ -47,6 +48,8 @@ interface GatewayVars {
   broker: ServiceBroker;
   store: Store;
   identities: IdentityCache;
+  /** Drops the cache on every reconnect to NATS; 503 while NATS is out of reach (see bus-guard.ts). */
+  bus: BusGuard;
   limiter: RateLimiter;
   idempotency: Idempotency;
   gatewayNodes: number;
@@ -231,6 +234,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if (!header) throw new ApiError("missing_api_key", "Send your API key as 'Authorization: Bearer <key>'");
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!match) throw new ApiError("invalid_api_key", "The Authorization header must be 'Bearer <key>'");
+      this.bus.check();
       const identity: Identity = await this.identities.get(match[1]);
       if (identity.status === "revoked" || this.identities.wasRevoked(identity.key_id)) {
         throw new ApiError("api_key_revoked", "This API key has been revoked");
@@ -337,7 +341,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const services = Object.fromEntries(SERVICE_NAMES.map((name) => [name, available.has(name)]));
       const started = Date.now();
       const store = await this.probeStore();
-      const broker = this.broker.transit ? this.broker.transit.connected : true;
+      const broker = (this.broker.transit ? this.broker.transit.connected : true) && this.bus.reachable();
       // What every request needs decides readiness (a load balancer then stops sending here); a
       // missing service only fails its own routes (503), so it is reported, not fatal.
       const ready = broker && store === "ok" && services.auth;
@@ -411,6 +415,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.dashboard = dashboardServer(defaultDashboardDir());
     this.storeProbe = new FailureLog(this.logger);
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
+    this.bus = new BusGuard(busLinkOf(this.broker), () => this.identities.clear());
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
     this.idempotency = new Idempotency(
       this.store.collection<IdempotencyDoc>("idempotency_keys", [{ fields: { expires_at: 1 } }]),

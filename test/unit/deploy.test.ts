@@ -30,6 +30,20 @@ describe("settings", () => {
 describe("docker-compose.yml", () => {
   const platform = Object.entries(compose.services).filter(([name]) => name !== "nats" && name !== "mongo");
 
+  it("closes the bus: NATS takes only clients with the password, which has no default, and is not published", () => {
+    const required = /^\$\{NATS_PASSWORD:\?[^}]+\}$/;
+    const command = compose.services.nats.command ?? [];
+    expect(command[command.indexOf("--user") + 1]).toBe("${NATS_USER:-wfp}");
+    expect(command[command.indexOf("--pass") + 1]).toMatch(required);
+    expect(command).not.toContain("--no_auth_user");
+    expect(compose.services.nats.ports).toBeUndefined();
+    expect(compose.services.mongo.ports).toBeUndefined();
+    for (const [name, svc] of platform) {
+      expect({ name, user: svc.environment?.NATS_USER }).toEqual({ name, user: "${NATS_USER:-wfp}" });
+      expect({ name, password: svc.environment?.NATS_PASSWORD }).toEqual({ name, password: expect.stringMatching(required) });
+    }
+  });
+
   it("runs NATS with JetStream and MongoDB as a single-node replica set", () => {
     expect(compose.services.nats.image).toMatch(/^nats:2/);
     expect(compose.services.nats.command).toContain("--jetstream");
