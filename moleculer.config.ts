@@ -12,6 +12,18 @@ import { BatchingNatsTransporter, natsOptions } from "./shared/transporter";
 export const PRIVATE_METRICS = ["process.arguments", "os.user.*", "os.network.*", "os.hostname"];
 
 /**
+ * Whether a failed call counts against the node that answered it, for the circuit breaker: a 5xx
+ * or a time-out does, but not `storage_unavailable` or `service_unavailable`. Those say the shared
+ * store (or another service) failed, not this node; every node fails alike, each call already
+ * answered 503 with Retry-After at once, and a breaker tripped by them would keep refusing calls
+ * for `halfOpenTime` after the store came back, while /ready (which probes the store) said ready.
+ */
+export const countsAgainstNode = (err: unknown): boolean => {
+  const e = err as { code?: unknown; type?: unknown } | null;
+  return typeof e?.code === "number" && e.code >= 500 && e.type !== "storage_unavailable" && e.type !== "service_unavailable";
+};
+
+/**
  * Broker options, set deliberately: Moleculer's defaults are no request timeout, no retries and no
  * circuit breaker. Calls are not retried by the broker (most actions are not idempotent; clients
  * retry with Idempotency-Key); a node that keeps failing is skipped by the breaker.
@@ -31,7 +43,7 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     // for reads, which are safe to repeat, so a read sent to a node that just died is answered by
     // another once the broker drops the dead node.
     retryPolicy: { enabled: clustered, retries: 0, delay: 100, maxDelay: 1000, factor: 2, check: (err: Error) => Boolean((err as { retryable?: boolean }).retryable) },
-    circuitBreaker: { enabled: clustered, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000 },
+    circuitBreaker: { enabled: clustered, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000, check: countsAgainstNode },
     registry: { strategy: "RoundRobin", preferLocal: true, discoverer: new PromptDiscoverer() },
     // A node killed without a goodbye is dropped (and calls pending on it rejected) 6 s after its
     // last heartbeat, ≤ 9 s after it died (PromptDiscoverer; Moleculer's own check took 7–11 s).

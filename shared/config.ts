@@ -31,6 +31,11 @@ export const SETTING_NAMES = [
   "REQUEST_TIMEOUT_MS",
   "RATE_LIMIT_MAX",
   "RATE_LIMIT_WINDOW_MS",
+  "RATE_LIMIT_ORG_MAX",
+  "RATE_LIMIT_ADDRESS_MAX",
+  "TRUST_PROXY",
+  "HTTP_HEADERS_TIMEOUT_MS",
+  "HTTP_BODY_TIMEOUT_MS",
   "WEBHOOK_TIMEOUT_MS",
   "WEBHOOK_RETRY_DELAYS_MS",
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
@@ -60,6 +65,15 @@ export interface Settings {
   requestTimeoutMs: number;
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Requests per organization (all its keys, both environments) per window; default 10 × rateLimitMax. */
+  rateLimitOrgMax: number;
+  /** Requests per client address per window, with or without a key (/health and /ready too); default 10 × rateLimitMax. */
+  rateLimitAddressMax: number;
+  /** The gateway is behind a proxy that appends the client's address to X-Forwarded-For: take the last one. */
+  trustProxy: boolean;
+  /** Time a client has to send a request's headers, and then its whole body (from its arrival). */
+  httpHeadersTimeoutMs: number;
+  httpBodyTimeoutMs: number;
   webhookTimeoutMs: number;
   webhookRetryDelaysMs: number[];
   webhookAllowPrivateTargets: boolean;
@@ -173,6 +187,7 @@ export function loadSettings(env: Env = process.env): Settings {
   if (logLevelRaw !== "false" && !(LOG_LEVELS as readonly string[]).includes(logLevelRaw)) {
     throw new SettingsError("LOG_LEVEL", `'${logLevelRaw}' is not one of ${LOG_LEVELS.join(", ")}, false`);
   }
+  const rateLimitMax = int(env, "RATE_LIMIT_MAX", 100, 1, 10_000_000);
   return {
     port: int(env, "PORT", 3000, 0, 65535),
     host: env.HOST?.trim() || "0.0.0.0",
@@ -183,8 +198,13 @@ export function loadSettings(env: Env = process.env): Settings {
     nodeId: env.NODE_ID?.trim() || undefined,
     logLevel: logLevelRaw === "false" ? false : (logLevelRaw as Settings["logLevel"]),
     requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 15000, 100, 600000),
-    rateLimitMax: int(env, "RATE_LIMIT_MAX", 100, 1, 10_000_000),
+    rateLimitMax,
     rateLimitWindowMs: int(env, "RATE_LIMIT_WINDOW_MS", 1000, 100, 3_600_000),
+    rateLimitOrgMax: int(env, "RATE_LIMIT_ORG_MAX", 10 * rateLimitMax, 1, 100_000_000),
+    rateLimitAddressMax: int(env, "RATE_LIMIT_ADDRESS_MAX", 10 * rateLimitMax, 1, 100_000_000),
+    trustProxy: bool(env, "TRUST_PROXY", false),
+    httpHeadersTimeoutMs: int(env, "HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
+    httpBodyTimeoutMs: int(env, "HTTP_BODY_TIMEOUT_MS", 30_000, 100, 600_000),
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 1, 600000),
     webhookRetryDelaysMs: delays.map(Number),
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),

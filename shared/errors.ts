@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   quota_exceeded: { status: 400, type: "invalid_request_error" },
   payload_too_large: { status: 413, type: "invalid_request_error" },
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
+  /** The headers or the body did not arrive within HTTP_HEADERS_TIMEOUT_MS / HTTP_BODY_TIMEOUT_MS; the connection is closed. */
+  request_timeout: { status: 408, type: "invalid_request_error" },
   rate_limited: { status: 429, type: "rate_limit_error" },
   internal_error: { status: 500, type: "api_error" },
   service_unavailable: { status: 503, type: "api_error" },

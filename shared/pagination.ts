@@ -17,6 +17,22 @@ export const MAX_COUNTED = 10_000;
 const size = { type: "number", integer: true, min: 1, max: MAX_PER_PAGE, optional: true, convert: true } as const;
 const cursor = { type: "string", min: 1, max: 100, optional: true } as const;
 
+/** The query parameters that are numbers: each must be plain decimal digits. */
+export const PAGE_NUMBER_PARAMS = ["page", "per_page", "limit"] as const;
+
+/**
+ * Refuses `page=1e1`, `per_page=0x10`, ` 5`, `+5`, `5.0` or a repeated `page`: the validator's
+ * conversion (`Number()`) would read them as numbers the client did not write.
+ */
+export function checkPageNumbers(query: Record<string, unknown>): void {
+  for (const name of PAGE_NUMBER_PARAMS) {
+    const value = query[name];
+    if (value !== undefined && (typeof value !== "string" || !/^[0-9]+$/.test(value))) {
+      throw invalidParam(name, `${name} must be a whole number written in decimal digits, e.g. ${name}=2`);
+    }
+  }
+}
+
 /** `page` and `per_page` alone: for the few lists that are not newest first by id. */
 export const offsetParams = {
   page: { type: "number", integer: true, min: 1, optional: true, convert: true, default: 1 },

@@ -4,7 +4,7 @@ import { formatPath, MAX_JSON_DEPTH, parseJsonWithinLimits } from "../../shared/
 
 export const BODY_LIMIT = 1024 * 1024;
 
-const hasBody = (req: IncomingMessage): boolean =>
+export const hasBody = (req: IncomingMessage): boolean =>
   req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
 
 const JSON_TYPE = /^application\/([\w.+-]+\+)?json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
@@ -17,8 +17,10 @@ const tooLarge = () => new ApiError("payload_too_large", `The request body is ov
  * `invalid_json`), and, naming the field (400 `parameter_invalid`), objects and arrays nested more
  * than MAX_JSON_DEPTH levels deep (the body is level 1) and strings or keys that are not
  * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). See shared/json-limits.ts.
+ * A body not all received within `timeoutMs` answers 408 `request_timeout` (the caller closes the
+ * connection): a slow sender holds a socket for that long at most.
  */
-export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+export async function readJsonBody(req: IncomingMessage, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
   if (!hasBody(req)) return undefined;
   if (!JSON_TYPE.test(req.headers["content-type"] ?? "")) {
     throw new ApiError("unsupported_media_type", "Request bodies must be JSON, sent with Content-Type: application/json");
@@ -27,17 +29,28 @@ export async function readJsonBody(req: IncomingMessage): Promise<Record<string,
   const raw = await new Promise<Buffer>((ok, fail) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const timer = setTimeout(() => {
+      req.off("data", onData);
+      fail(new ApiError("request_timeout", `The request body did not arrive within ${timeoutMs} ms`));
+    }, Math.max(0, timeoutMs));
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= BODY_LIMIT) return void chunks.push(chunk);
       // Stop keeping it, but drain the rest so the 413 can still be written on this socket.
+      clearTimeout(timer);
       req.off("data", onData);
       req.resume();
       fail(tooLarge());
     };
     req.on("data", onData);
-    req.once("end", () => ok(Buffer.concat(chunks, size)));
-    req.once("error", fail);
+    req.once("end", () => {
+      clearTimeout(timer);
+      ok(Buffer.concat(chunks, size));
+    });
+    req.once("error", (err) => {
+      clearTimeout(timer);
+      fail(err);
+    });
   });
   const text = raw.toString("utf8");
   const checked = parseJsonWithinLimits(text);

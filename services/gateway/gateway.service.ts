@@ -1,4 +1,5 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
@@ -9,12 +10,13 @@ import { newId } from "../../shared/ids";
 import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
 import { apiReferenceOf, settingsOf } from "../../shared/runtime";
+import { checkPageNumbers } from "../../shared/pagination";
 import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Store } from "../../shared/storage/types";
 import { Meter } from "../../shared/usage";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
-import { readJsonBody } from "./body";
+import { hasBody, readJsonBody } from "./body";
 import { BusGuard, busLinkOf } from "./bus-guard";
 import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboard";
 import { toHttpError } from "./http-errors";
@@ -29,6 +31,8 @@ const METER_FLUSH_MS = 1_000;
 const METER_MAX_BATCHES = 600;
 const READY_STORE_TIMEOUT_MS = 1_000;
 const SWEEP_INTERVAL_MS = 60_000;
+/** Keys are `svc_live_` + 43 characters; a longer token is refused without a lookup. */
+const MAX_TOKEN_LENGTH = 200;
 
 /** What the gateway learns about one request along the way. */
 interface Exchange {
@@ -37,6 +41,10 @@ interface Exchange {
   /** performance.now() when the request came in. */
   start: number;
   method: string;
+  /** The client's address (the socket's, or X-Forwarded-For's last with TRUST_PROXY): its budgets' key. */
+  address: string;
+  /** The request sent a body that was not read (whole): the answer closes the connection. */
+  unreadBody: boolean;
   /** The matched route's template, for metering. */
   route?: string;
   caller?: Caller;
@@ -51,6 +59,16 @@ interface GatewayVars {
   /** Drops the cache on every reconnect to NATS; 503 while NATS is out of reach (see bus-guard.ts). */
   bus: BusGuard;
   limiter: RateLimiter;
+  /** Every key of an organization together. */
+  orgLimiter: RateLimiter;
+  /** Every request from one client address, with a key or without (/health and /ready too). */
+  addressLimiter: RateLimiter;
+  /** Requests from one client address answered 401 (no key, a malformed or unknown one): a key's budget. */
+  failedAuthLimiter: RateLimiter;
+  trustProxy: boolean;
+  bodyTimeoutMs: number;
+  /** The node is stopping: every answer closes its connection, and requests read from now on are refused. */
+  stopping: boolean;
   idempotency: Idempotency;
   gatewayNodes: number;
   /** key id → organization and time of last use, flushed to keys.touch every few seconds. */
@@ -74,6 +92,10 @@ interface GatewayMethods {
   /** `path` is the URL without its query, `search` the query (without "?"), or null. */
   handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown; replayed?: true }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
+  /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
+  clientAddress(req: IncomingMessage): string;
+  /** Node's own time-outs (headers, whole request) and the contract's 408 when they strike. */
+  configureServer(server: Server, headersTimeoutMs: number, bodyTimeoutMs: number): void;
   send(res: ServerResponse, x: Exchange, status: number, body: unknown, extra?: OutgoingHttpHeaders): void;
   renderError(res: ServerResponse, x: Exchange, method: string, err: unknown): void;
   countGateways(): void;
@@ -96,6 +118,8 @@ class Replay {
   constructor(
     readonly status: number,
     readonly body: unknown,
+    /** The field of `data` whose secret was not kept (answered as null). */
+    readonly redacted: string | null,
   ) {}
 }
 
@@ -156,8 +180,16 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const path = q < 0 ? url : url.slice(0, q);
       if (isDashboardPath(path)) return this.serveDashboard(req, res, path);
       this.received += 1;
-      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
+      const x: Exchange = {
+        requestId: newId("req"),
+        version: LATEST_VERSION,
+        start: performance.now(),
+        method: req.method ?? "GET",
+        address: this.clientAddress(req),
+        unreadBody: hasBody(req),
+      };
       try {
+        if (this.stopping) throw new ApiError("service_unavailable", "This gateway is stopping; retry on another", { retry_after: 1 });
         const { status, body, replayed } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
         this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
       } catch (err) {
@@ -166,7 +198,14 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     async serveDashboard(req, res, path) {
-      const x: Exchange = { requestId: newId("req"), version: LATEST_VERSION, start: performance.now(), method: req.method ?? "GET" };
+      const x: Exchange = {
+        requestId: newId("req"),
+        version: LATEST_VERSION,
+        start: performance.now(),
+        method: req.method ?? "GET",
+        address: this.clientAddress(req),
+        unreadBody: hasBody(req),
+      };
       try {
         if (req.method !== "GET" && req.method !== "HEAD") {
           throw new ApiError("method_not_allowed", `${req.method} is not allowed here; use GET, HEAD`, { allow: "GET, HEAD" });
@@ -179,6 +218,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     async handle(req, x, path, search) {
+      // Every request spends its address's budget first, before it costs anything else.
+      const byAddress = this.addressLimiter.hit(x.address);
+      if (!byAddress.allowed) {
+        x.rate = byAddress;
+        throw new ApiError("rate_limited", "Too many requests from this address; slow down", { retry_after: byAddress.reset });
+      }
       if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
         return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
       }
@@ -193,26 +238,32 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const route: RouteDef = match.route;
       x.route = route.path;
-      const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
-      const body = await readJsonBody(req);
-      // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
-      for (const name of Object.keys(match.params)) {
-        if ((body && name in body) || name in query) {
-          throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
-        }
-      }
 
+      // Who asks and whether they may, before the body is read: an unauthenticated sender costs no
+      // parsing, and its unread body closes the connection (renderError).
       const caller = await this.authenticate(req, x);
       if (route.scope !== null && !grants(caller.scopes, route.scope)) {
         throw new ApiError("insufficient_scope", `This request needs the '${route.scope}' scope, which your key does not hold`, {
           scope: route.scope,
         });
       }
+      const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
+      checkPageNumbers(query);
+      const body = await readJsonBody(req, this.bodyTimeoutMs - (performance.now() - x.start));
+      x.unreadBody = false;
+      // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
+      for (const name of Object.keys(match.params)) {
+        if ((body && name in body) || name in query) {
+          throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
+        }
+      }
+      // A replay is bound to the calling key (its fingerprint holds it), after authentication and the
+      // scope: another key reusing an Idempotency-Key is refused (409), never given the first answer.
       const idemKey = req.headers["idempotency-key"];
       if (req.method === "POST" && typeof idemKey === "string") {
         const tenant = { org_id: caller.org_id, environment: caller.environment };
-        const begun = await this.idempotency.begin(tenant, idemKey, fingerprintOf(req.method, path, body));
-        if (begun.kind === "replay") throw new Replay(begun.status, begun.body);
+        const begun = await this.idempotency.begin(tenant, idemKey, fingerprintOf(caller.key_id, req.method, path, search, body));
+        if (begun.kind === "replay") throw new Replay(begun.status, begun.body, begun.redacted);
         x.idempotency = { id: begun.id, tenant };
       }
 
@@ -225,24 +276,38 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       // A list's meta is all its action answers besides the items (see ListResult).
       const { items, ...listMeta } = route.list ? data : { items: undefined };
       const envelope = route.list ? { data: items, meta: listMeta } : { data };
-      if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope);
+      if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
       return { status, body: envelope };
     },
 
     async authenticate(req, x) {
-      const header = req.headers.authorization;
-      if (!header) throw new ApiError("missing_api_key", "Send your API key as 'Authorization: Bearer <key>'");
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!match) throw new ApiError("invalid_api_key", "The Authorization header must be 'Bearer <key>'");
-      this.bus.check();
-      const identity: Identity = await this.identities.get(match[1]);
-      if (identity.status === "revoked" || this.identities.wasRevoked(identity.key_id)) {
-        throw new ApiError("api_key_revoked", "This API key has been revoked");
+      // An address whose requests were refused 401 a key's budget of times this window waits for the
+      // next one: unknown keys cost a lookup each.
+      const failures = this.failedAuthLimiter.check(x.address);
+      if (!failures.allowed) {
+        x.rate = failures;
+        throw new ApiError("rate_limited", "Too many requests without a valid API key from this address; slow down", { retry_after: failures.reset });
+      }
+      let identity: Identity;
+      try {
+        const header = req.headers.authorization;
+        if (!header) throw new ApiError("missing_api_key", "Send your API key as 'Authorization: Bearer <key>'");
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+        if (!match) throw new ApiError("invalid_api_key", "The Authorization header must be 'Bearer <key>'");
+        if (match[1].length > MAX_TOKEN_LENGTH) throw new ApiError("invalid_api_key", "The API key is malformed");
+        this.bus.check();
+        identity = await this.identities.get(match[1]);
+        if (identity.status === "revoked" || this.identities.wasRevoked(identity.key_id)) {
+          throw new ApiError("api_key_revoked", "This API key has been revoked");
+        }
+        if (identity.expires_at !== null && Date.parse(identity.expires_at) <= Date.now()) {
+          throw new ApiError("api_key_expired", `This API key expired at ${identity.expires_at}`);
+        }
+      } catch (err) {
+        if (toHttpError(err).status === 401) this.failedAuthLimiter.hit(x.address);
+        throw err;
       }
       const now = Date.now();
-      if (identity.expires_at !== null && Date.parse(identity.expires_at) <= now) {
-        throw new ApiError("api_key_expired", `This API key expired at ${identity.expires_at}`);
-      }
       x.version = resolveVersion(req.headers["service-version"] as string | undefined, identity.api_version);
       const caller: Caller = { key_id: identity.key_id, org_id: identity.org_id, environment: identity.environment, scopes: identity.scopes };
       x.caller = caller;
@@ -250,8 +315,43 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if (!x.rate.allowed) {
         throw new ApiError("rate_limited", "Too many requests with this API key; slow down", { retry_after: x.rate.reset });
       }
+      const byOrg = this.orgLimiter.hit(identity.org_id, now);
+      if (!byOrg.allowed) {
+        x.rate = byOrg;
+        throw new ApiError("rate_limited", "Too many requests for this organization (all its keys together); slow down", { retry_after: byOrg.reset });
+      }
       this.usage.set(identity.key_id, { org_id: identity.org_id, at: now });
       return caller;
+    },
+
+    clientAddress(req) {
+      if (this.trustProxy) {
+        const forwarded = req.headers["x-forwarded-for"];
+        const last = (Array.isArray(forwarded) ? forwarded.join(",") : (forwarded ?? "")).split(",").pop()?.trim();
+        if (last) return last;
+      }
+      return req.socket.remoteAddress ?? "unknown";
+    },
+
+    configureServer(server, headersTimeoutMs, bodyTimeoutMs) {
+      server.headersTimeout = headersTimeoutMs;
+      // Node's own limit on a whole request is a backstop: readJsonBody answers a slow body first.
+      server.requestTimeout = headersTimeoutMs + bodyTimeoutMs + 1_000;
+      // How often Node looks for expired requests (its default, 30 s, would add up to that much).
+      server.connectionsCheckingInterval = Math.min(1_000, Math.max(50, Math.floor(headersTimeoutMs / 4)));
+      server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+        const busy = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+        if (!socket.writable || busy) return void socket.destroy();
+        let head = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
+        if (err.code === "HPE_HEADER_OVERFLOW") head = "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n";
+        if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+          const requestId = newId("req");
+          const message = `The request's headers did not arrive within ${headersTimeoutMs} ms`;
+          const payload = JSON.stringify({ error: { type: ERROR_CODES.request_timeout.type, code: "request_timeout", message, request_id: requestId } });
+          head = `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nRequest-Id: ${requestId}\r\nConnection: close\r\n\r\n${payload}`;
+        }
+        socket.write(head, () => socket.destroy());
+      });
     },
 
     send(res, x, status, body, extra) {
@@ -272,6 +372,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         "Service-Version": x.version,
         ...extra,
       };
+      // A stopping node lets no connection linger (kept-alive clients move to another node).
+      if (this.stopping) headers.Connection = "close";
       if (x.rate) {
         headers["RateLimit-Limit"] = x.rate.limit;
         headers["RateLimit-Remaining"] = Math.max(0, x.rate.remaining);
@@ -288,7 +390,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     renderError(res, x, method, err) {
-      if (err instanceof Replay) return this.send(res, x, err.status, err.body, { "Idempotent-Replayed": "true" });
+      if (err instanceof Replay) {
+        return this.send(res, x, err.status, err.body, { "Idempotent-Replayed": "true", ...(err.redacted !== null && { "Secret-Redacted": err.redacted }) });
+      }
       let http = toHttpError(err);
       // Whatever became of it, a request whose key was revoked while it ran answers as revoked.
       if (x.caller && http.status !== 401 && this.identities.wasRevoked(x.caller.key_id)) {
@@ -317,8 +421,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if (http.retryAfter !== undefined) extra["Retry-After"] = http.retryAfter;
       const allow = (err as { data?: { allow?: string } })?.data?.allow;
       if (http.code === "method_not_allowed" && allow) extra.Allow = allow;
-      // A body we stopped reading (413) leaves the connection in an unknown state: close it.
-      if (http.code === "payload_too_large") extra.Connection = "close";
+      // A body we did not read (refused before it: 401, 403, 404, 429, …) or stopped reading (413,
+      // 408) leaves the connection in an unknown state, and a slow sender on it: close it.
+      if (x.unreadBody || http.code === "payload_too_large") extra.Connection = "close";
       this.send(res, x, http.status, { error }, extra);
     },
 
@@ -417,6 +522,15 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
     this.bus = new BusGuard(busLinkOf(this.broker), () => this.identities.clear());
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
+    this.orgLimiter = new RateLimiter(settings.rateLimitOrgMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
+    this.addressLimiter = new RateLimiter(settings.rateLimitAddressMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
+    this.failedAuthLimiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
+    this.trustProxy = settings.trustProxy;
+    this.bodyTimeoutMs = settings.httpBodyTimeoutMs;
+    this.stopping = false;
+    // moleculer-web (a mixin, created first) made the server; it listens once the service starts.
+    const server = (this as unknown as { server?: Server }).server;
+    if (server) this.configureServer(server, settings.httpHeadersTimeoutMs, settings.httpBodyTimeoutMs);
     this.idempotency = new Idempotency(
       this.store.collection<IdempotencyDoc>("idempotency_keys", [{ fields: { expires_at: 1 } }]),
       2 * settings.requestTimeoutMs,
@@ -430,7 +544,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       setInterval(() => void this.flushMeter(), METER_FLUSH_MS),
       setInterval(() => {
         this.identities.sweep();
-        this.limiter.sweep();
+        for (const limiter of [this.limiter, this.orgLimiter, this.addressLimiter, this.failedAuthLimiter]) limiter.sweep();
       }, SWEEP_INTERVAL_MS),
       setInterval(() => void this.idempotency.prune().catch(() => undefined), 10 * SWEEP_INTERVAL_MS),
     ];
@@ -438,6 +552,10 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
   },
 
   async stopped() {
+    // From here every answer closes its connection and requests read later are refused (503), so
+    // kept-alive clients cannot hold this node open; idle connections are closed at once.
+    this.stopping = true;
+    (this as unknown as { server?: Server }).server?.closeIdleConnections();
     for (const timer of this.timers) clearInterval(timer);
     await Promise.all([this.flushUsage(), this.flushMeter()]);
     // moleculer-web's own `stopped` (a mixin's) closes the server after this one has run; the

@@ -15,14 +15,30 @@ export interface IdempotencyDoc {
   state: "pending" | "done";
   status: number | null;
   body: unknown;
+  /** The field of `body.data` that held a secret and was not stored (replayed as null). */
+  redacted?: string | null;
   created_at: string;
   expires_at: string;
 }
 
-export type Begin = { kind: "new"; id: string } | { kind: "replay"; status: number; body: unknown };
+export type Begin = { kind: "new"; id: string } | { kind: "replay"; status: number; body: unknown; redacted: string | null };
 
-export const fingerprintOf = (method: string, path: string, body: unknown): string =>
-  createHash("sha256").update(`${method} ${path}\n${JSON.stringify(body ?? {})}`).digest("hex");
+/**
+ * What a replay must match: the calling API key, the method, the path, the query and the body.
+ * The key is part of it, so another key of the organization sending the same Idempotency-Key is
+ * refused (409 idempotency_key_reused) and never sees the first key's answer.
+ */
+export const fingerprintOf = (keyId: string, method: string, path: string, query: string | null, body: unknown): string =>
+  createHash("sha256")
+    .update(`${keyId}\n${method} ${path}\n${query ?? ""}\n${JSON.stringify(body ?? {})}`)
+    .digest("hex");
+
+/** An answer as stored: the secret a creation shows once (`data[field]`) replaced by null. */
+export function withoutSecret(body: unknown, field: string | undefined): { body: unknown; redacted: string | null } {
+  const data = (body as { data?: Record<string, unknown> } | null)?.data;
+  if (field === undefined || data === null || typeof data !== "object" || !(field in data)) return { body, redacted: null };
+  return { body: { ...(body as object), data: { ...data, [field]: null } }, redacted: field };
+}
 
 /**
  * `Idempotency-Key` on a POST: the first request with a key claims it (a unique index decides
@@ -74,7 +90,7 @@ export class Idempotency {
           { param: "Idempotency-Key" },
         );
       }
-      if (existing.state === "done") return { kind: "replay", status: existing.status ?? 200, body: existing.body };
+      if (existing.state === "done") return { kind: "replay", status: existing.status ?? 200, body: existing.body, redacted: existing.redacted ?? null };
       if (Date.parse(existing.created_at) + this.staleMs > now) {
         throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry later", {
           param: "Idempotency-Key",
@@ -92,8 +108,10 @@ export class Idempotency {
     });
   }
 
-  async complete(tenant: Required<Tenant>, id: string, status: number, body: unknown): Promise<void> {
-    await this.records.update(tenant, { id, state: "pending" }, { $set: { state: "done", status, body } });
+  /** Keeps the answer for replays; `secretField` names the field of `data` that must not be stored. */
+  async complete(tenant: Required<Tenant>, id: string, status: number, body: unknown, secretField?: string): Promise<void> {
+    const kept = withoutSecret(body, secretField);
+    await this.records.update(tenant, { id, state: "pending" }, { $set: { state: "done", status, body: kept.body, redacted: kept.redacted } });
   }
 
   /** The request failed in a way worth retrying (5xx): free the key for the retry. */

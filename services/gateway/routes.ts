@@ -14,6 +14,8 @@ export interface RouteDef {
   status?: 201;
   /** The action answers a `ListResult` that becomes `{data, meta}`. */
   list?: true;
+  /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
+  secret?: "key" | "secret";
 }
 
 export const ROUTES: readonly RouteDef[] = [
@@ -27,7 +29,7 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "PATCH", path: "/orgs/{id}/members/{member_id}", action: "orgs.updateMember", scope: "org:admin" },
   { method: "DELETE", path: "/orgs/{id}/members/{member_id}", action: "orgs.removeMember", scope: "org:admin" },
 
-  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", status: 201 },
+  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", status: 201, secret: "key" },
   { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", list: true },
   { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read" },
   { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write" },
@@ -54,12 +56,12 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },
   { method: "GET", path: "/analytics/webhooks", action: "analytics.webhooks", scope: "analytics:read" },
 
-  { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201 },
+  { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201, secret: "secret" },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },
   { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write" },
   { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write" },
-  { method: "POST", path: "/webhooks/{id}/rotate-secret", action: "webhooks.rotateSecret", scope: "webhooks:write" },
+  { method: "POST", path: "/webhooks/{id}/rotate-secret", action: "webhooks.rotateSecret", scope: "webhooks:write", secret: "secret" },
   { method: "GET", path: "/webhooks/{id}/deliveries", action: "webhooks.deliveries", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}/deliveries/{delivery_id}", action: "webhooks.delivery", scope: "webhooks:read" },
   {
