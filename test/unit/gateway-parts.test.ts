@@ -1,4 +1,6 @@
+import { countsAgainstNode } from "../../moleculer.config";
 import { toHttpError } from "../../services/gateway/http-errors";
+import { fingerprintOf, withoutSecret } from "../../services/gateway/idempotency";
 import { IdentityCache } from "../../services/gateway/identity-cache";
 import { RateLimiter } from "../../services/gateway/rate-limiter";
 import { matchRoute } from "../../services/gateway/routes";
@@ -8,6 +10,7 @@ const methodsFor = (path: string) => {
   return m.route ? [] : m.allowed;
 };
 import { ApiError } from "../../shared/errors";
+import { checkPageNumbers } from "../../shared/pagination";
 import type { Identity } from "../../shared/identity";
 
 const identity = (key_id: string, org_id = "org_a"): Identity => ({
@@ -107,5 +110,53 @@ describe("toHttpError", () => {
     const res = toHttpError(new Error("secret connection string mongodb://u:p@h"));
     expect(res).toMatchObject({ status: 500, code: "internal_error" });
     expect(res.message).not.toContain("mongodb");
+  });
+});
+
+describe("RateLimiter.check", () => {
+  it("tells whether a request would be admitted without counting it", () => {
+    const limiter = new RateLimiter(2, 1000, () => 1);
+    expect(limiter.check("a", 0).allowed).toBe(true);
+    limiter.hit("a", 0);
+    limiter.hit("a", 0);
+    expect(limiter.check("a", 0)).toMatchObject({ allowed: false, remaining: 0 });
+    expect(limiter.check("a", 1000).allowed).toBe(true);
+  });
+});
+
+describe("idempotency fingerprints and secrets", () => {
+  it("differ by calling key, method, path, query and body", () => {
+    const base = fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 1 });
+    expect(new Set([
+      base,
+      fingerprintOf("key_b", "POST", "/v1/x", "a=1", { b: 1 }),
+      fingerprintOf("key_a", "POST", "/v1/y", "a=1", { b: 1 }),
+      fingerprintOf("key_a", "POST", "/v1/x", "a=2", { b: 1 }),
+      fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 2 }),
+    ]).size).toBe(5);
+  });
+
+  it("keep an answer without its secret field", () => {
+    expect(withoutSecret({ data: { id: "key_1", key: "svc_live_x" } }, "key")).toEqual({ body: { data: { id: "key_1", key: null } }, redacted: "key" });
+    expect(withoutSecret({ error: { code: "x" } }, "key")).toEqual({ body: { error: { code: "x" } }, redacted: null });
+  });
+});
+
+describe("checkPageNumbers", () => {
+  it("takes plain decimal digits only", () => {
+    expect(() => checkPageNumbers({ page: "12", per_page: "100", limit: "5" })).not.toThrow();
+    for (const [param, value] of [["page", "1e1"], ["per_page", "0x10"], ["limit", "-1"], ["page", ["1", "2"]]] as const) {
+      expect(() => checkPageNumbers({ [param]: value })).toThrow(expect.objectContaining({ type: "parameter_invalid", data: { param } }));
+    }
+  });
+});
+
+describe("the circuit breaker's check", () => {
+  it("counts a node's own failures, not the shared store's or another service's", () => {
+    expect(countsAgainstNode(new ApiError("internal_error", "x"))).toBe(true);
+    expect(countsAgainstNode({ name: "RequestTimeoutError", code: 504 })).toBe(true);
+    expect(countsAgainstNode(new ApiError("storage_unavailable", "x"))).toBe(false);
+    expect(countsAgainstNode({ type: "service_unavailable", code: 503 })).toBe(false);
+    expect(countsAgainstNode(new ApiError("parameter_invalid", "x"))).toBe(false);
   });
 });
