@@ -494,7 +494,6 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         if (this.meter.backlog > 10) this.logger.warn(`usage: ${this.meter.backlog} batches wait for the analytics service`, (err as Error).message);
       } finally {
         this.metering = false;
-    this.dashboard = dashboardServer(defaultDashboardDir());
       }
     },
 
