@@ -1,5 +1,6 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import prettier from "eslint-config-prettier";
 
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "data/**", "coverage/**", "jest.config.js"] },
@@ -15,4 +16,6 @@ export default tseslint.config(
       ],
     },
   },
+  // Layout is Prettier's (`npm run format`; `npm run lint` checks it): no lint rule may disagree.
+  prettier,
 );

@@ -42,8 +42,22 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     // Retries only where a caller asks for them (`retries` in the call's options): the gateway does
     // for reads, which are safe to repeat, so a read sent to a node that just died is answered by
     // another once the broker drops the dead node.
-    retryPolicy: { enabled: clustered, retries: 0, delay: 100, maxDelay: 1000, factor: 2, check: (err: Error) => Boolean((err as { retryable?: boolean }).retryable) },
-    circuitBreaker: { enabled: clustered, threshold: 0.5, minRequestCount: 20, windowTime: 60, halfOpenTime: 10_000, check: countsAgainstNode },
+    retryPolicy: {
+      enabled: clustered,
+      retries: 0,
+      delay: 100,
+      maxDelay: 1000,
+      factor: 2,
+      check: (err: Error) => Boolean((err as { retryable?: boolean }).retryable),
+    },
+    circuitBreaker: {
+      enabled: clustered,
+      threshold: 0.5,
+      minRequestCount: 20,
+      windowTime: 60,
+      halfOpenTime: 10_000,
+      check: countsAgainstNode,
+    },
     registry: { strategy: "RoundRobin", preferLocal: true, discoverer: new PromptDiscoverer() },
     // A node killed without a goodbye is dropped (and calls pending on it rejected) 6 s after its
     // last heartbeat, ≤ 9 s after it died (PromptDiscoverer; Moleculer's own check took 7–11 s).
@@ -61,7 +75,10 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
         : {
             enabled: true,
             // On loopback unless METRICS_HOST widens it; nothing about the machine or its user.
-            reporter: { type: "Prometheus", options: { host: settings.metricsHost, port: settings.metricsPort, path: "/metrics", excludes: PRIVATE_METRICS } },
+            reporter: {
+              type: "Prometheus",
+              options: { host: settings.metricsHost, port: settings.metricsPort, path: "/metrics", excludes: PRIVATE_METRICS },
+            },
           },
     tracing: false,
     ...overrides,

@@ -40,7 +40,13 @@ interface Figures {
   rssMiB: number[];
 }
 
-async function load(name: string, url: string, headers: Record<string, string>, procs: Proc[], connections = CONNECTIONS): Promise<Figures> {
+async function load(
+  name: string,
+  url: string,
+  headers: Record<string, string>,
+  procs: Proc[],
+  connections = CONNECTIONS,
+): Promise<Figures> {
   // A short warm-up fills caches and JIT before the measured run.
   await autocannon({ url, headers, connections, duration: 2 });
   const result = await autocannon({ url, headers, connections, duration: SECONDS });
@@ -91,7 +97,6 @@ async function bareRuns(name: string): Promise<Figures[]> {
     await bare.kill();
   }
 }
-
 
 async function main(): Promise<void> {
   const results: Figures[] = [];
@@ -197,7 +202,9 @@ async function main(): Promise<void> {
 
   const bares = results.filter((r) => r.name.startsWith("bare"));
   const bareAt = new Map(bares.map((r) => [r.connections, mean(bares.filter((b) => b.connections === r.connections).map((b) => b.rps))]));
-  console.log(`\nGET /v1/api-keys/{id}, ${SECONDS}s each (after a 2s warm-up); each ratio is to bare's mean (first and last run) at the same number of connections`);
+  console.log(
+    `\nGET /v1/api-keys/{id}, ${SECONDS}s each (after a 2s warm-up); each ratio is to bare's mean (first and last run) at the same number of connections`,
+  );
   console.log("run                                  conns    req/s    p50 ms  p99 ms  errors  peak RSS MiB   ratio to bare");
   for (const r of results) {
     console.log(
@@ -206,7 +213,9 @@ async function main(): Promise<void> {
   }
   const of = (prefix: string) => new Map(results.filter((r) => r.name.startsWith(prefix)).map((r) => [r.connections, r.rps]));
   const [trivial, cluster] = [of("trivial"), of("cluster")];
-  console.log(`cluster ÷ trivial alias: ${[...cluster].map(([c, rps]) => `${(rps / (trivial.get(c) ?? NaN)).toFixed(2)}x at ${c} connections`).join(", ")}`);
+  console.log(
+    `cluster ÷ trivial alias: ${[...cluster].map(([c, rps]) => `${(rps / (trivial.get(c) ?? NaN)).toFixed(2)}x at ${c} connections`).join(", ")}`,
+  );
 }
 
 main().catch((err) => {

@@ -56,7 +56,13 @@ async function main(): Promise<void> {
             await deliveries.insert(delivery);
             const attempt: Attempt = { number: 1, at: new Date().toISOString(), status_code: 200, duration_ms: 1, error: null };
             const done = Date.now();
-            if (await deliveries.update(ALL_TENANTS, { id: delivery.id, lease: delivery.lease }, settlement(outcomeOf(delivery, attempt, [], done), attempt, done))) {
+            if (
+              await deliveries.update(
+                ALL_TENANTS,
+                { id: delivery.id, lease: delivery.lease },
+                settlement(outcomeOf(delivery, attempt, [], done), attempt, done),
+              )
+            ) {
               delivered += 1;
             }
           }),

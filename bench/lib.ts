@@ -20,7 +20,8 @@ export interface Stats {
 export const now = (): number => performance.timeOrigin + performance.now();
 export const rate = (s: Stats): number => (s.count > 1 ? Math.round(((s.count - 1) * 1000) / (s.last - s.first)) : 0);
 export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-export const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+export const quantile = (xs: number[], q: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
 /** The receiver process (bench/webhook-receiver.ts) and its IPC questions. */
 export class Receiver {
@@ -93,7 +94,12 @@ export async function post(url: string, key: string, body: unknown): Promise<{ s
 }
 
 /** POSTs `body()` to `url` as fast as `connections` clients can, `amount` times or for `duration` s. */
-export async function flood(url: string, key: string, body: () => unknown, opts: { amount?: number; duration?: number; connections: number }) {
+export async function flood(
+  url: string,
+  key: string,
+  body: () => unknown,
+  opts: { amount?: number; duration?: number; connections: number },
+) {
   const result = await autocannon({
     url,
     method: "POST",
@@ -127,7 +133,12 @@ export async function paced(url: string, key: string, perSecond: number, seconds
     const sent = now();
     sends.push(
       pool
-        .request({ path: target.pathname, method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body(sent, i)) })
+        .request({
+          path: target.pathname,
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify(body(sent, i)),
+        })
         .then(async (res) => {
           await res.body.dump();
           if (res.statusCode === 201) answers.push(now() - sent);
@@ -169,7 +180,13 @@ export class Teardown {
  * directory, on `nats` when given; resolves once its gateway answers. `env` is what the mode's
  * other nodes share (data directory, transporter, port).
  */
-export async function storeNode(t: Teardown, name: string, common: Record<string, string>, services: string | undefined, nats?: NatsServer) {
+export async function storeNode(
+  t: Teardown,
+  name: string,
+  common: Record<string, string>,
+  services: string | undefined,
+  nats?: NatsServer,
+) {
   const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
   t.add(() => rmSync(dir, { recursive: true, force: true }));
   const port = await freePort();

@@ -34,7 +34,10 @@ interface ModeFigures {
 
 async function measure(name: string, rx: Receiver, dir: string, base: string, serving: Proc[]): Promise<ModeFigures> {
   const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
-  await waitFor(`${base} to serve`, async () => (await request(`${base}/workflows?per_page=1`, { headers: { authorization: `Bearer ${admin}` } })).statusCode === 200);
+  await waitFor(
+    `${base} to serve`,
+    async () => (await request(`${base}/workflows?per_page=1`, { headers: { authorization: `Bearer ${admin}` } })).statusCode === 200,
+  );
   const wf = await post(`${base}/workflows`, admin, {
     name: "bench",
     trigger: { type: "manual" },
@@ -92,7 +95,12 @@ async function main(): Promise<void> {
     });
 
     await t.scope(async () => {
-      const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, "gateway,auth,keys,orgs,events,webhooks", await natsFor(t));
+      const {
+        dir,
+        env,
+        node: apiNode,
+        base,
+      } = await storeNode(t, "api", COMMON, "gateway,auth,keys,orgs,events,webhooks", await natsFor(t));
       const workflowsNode = startNode("workflows", { ...env, SERVICES: "workflows" });
       t.add(() => workflowsNode.kill("SIGKILL"));
       figures.push(await measure("cluster (api | workflows, NATS)", rx, dir, base, [apiNode, workflowsNode]));
@@ -104,7 +112,9 @@ async function main(): Promise<void> {
 
   console.log(`\nOne-step workflow runs (an http GET to a local receiver); runs of ${SECONDS}s; ${CLIENTS} clients when saturated`);
   const bare = bareLine("bare HTTP loop", bares, "requests/s");
-  console.log(`mode                               started/s  executed/s  ratio   start→step p50/p99 ms   run p50/p99 ms @ runs/s   peak RSS MiB`);
+  console.log(
+    `mode                               started/s  executed/s  ratio   start→step p50/p99 ms   run p50/p99 ms @ runs/s   peak RSS MiB`,
+  );
   for (const f of figures) {
     console.log(
       `${f.name.padEnd(34)} ${String(f.started).padStart(9)} ${String(f.executed).padStart(11)}  ${(f.executed / bare).toFixed(2)}x ${f.p50.toFixed(1).padStart(10)} / ${f.p99.toFixed(1).padEnd(8)} ${String(f.runP50).padStart(8)} / ${String(f.runP99).padEnd(6)} @ ${String(f.pacedRps).padStart(5)} ${f.rssMiB.join("+").padStart(14)}`,

@@ -130,7 +130,9 @@ async function main(): Promise<void> {
         reads,
         health: { p50: quantile(health, 0.5), p99: quantile(health, 0.99), max: Math.max(...health) },
       });
-      console.log(`${size} events: seeded in ${(seeded.ms / 1000).toFixed(1)} s; start ${startMs.toFixed(0)} ms, stop ${stopMs.toFixed(0)} ms, RSS ${rssMiB} MiB`);
+      console.log(
+        `${size} events: seeded in ${(seeded.ms / 1000).toFixed(1)} s; start ${startMs.toFixed(0)} ms, stop ${stopMs.toFixed(0)} ms, RSS ${rssMiB} MiB`,
+      );
     }
   } finally {
     await t.unwind();
@@ -138,9 +140,12 @@ async function main(): Promise<void> {
 
   const [firstSize] = results;
   const cell = (v: number, ref: number) => `${v.toFixed(1).padStart(8)} ${`(${(v / ref).toFixed(1)}x)`.padStart(8)}`;
-  console.log(`\nOne tenant, one '*' webhook; every event has its delivery; ${READS} sequential reads per figure; ratios to ${firstSize.size} events`);
+  console.log(
+    `\nOne tenant, one '*' webhook; every event has its delivery; ${READS} sequential reads per figure; ratios to ${firstSize.size} events`,
+  );
   console.log(`${"".padEnd(40)}${results.map((r) => `${String(r.size).padStart(17)}`).join("")}`);
-  const line = (label: string, pick: (r: Figures) => number) => console.log(`${label.padEnd(40)}${results.map((r) => cell(pick(r), pick(firstSize))).join("")}`);
+  const line = (label: string, pick: (r: Figures) => number) =>
+    console.log(`${label.padEnd(40)}${results.map((r) => cell(pick(r), pick(firstSize))).join("")}`);
   line("start to first list, ms", (r) => r.startMs);
   line("stop, ms", (r) => r.stopMs);
   line("peak RSS, MiB", (r) => r.rssMiB);

@@ -23,12 +23,21 @@ async function main(): Promise<void> {
     logger: false,
   });
   if (role === "service") {
-    broker.createService({ name: "trivial", actions: { get: (ctx: Context<{ id: string }>) => ({ data: { ...API_KEY_BODY, id: ctx.params.id } }) } });
+    broker.createService({
+      name: "trivial",
+      actions: { get: (ctx: Context<{ id: string }>) => ({ data: { ...API_KEY_BODY, id: ctx.params.id } }) },
+    });
   } else {
     broker.createService({
       name: "api",
       mixins: [ApiGateway],
-      settings: { port: Number(port), ip: "127.0.0.1", routes: [{ path: "/v1", aliases: { "GET api-keys/:id": "trivial.get" } }], logRequest: null, logResponse: null },
+      settings: {
+        port: Number(port),
+        ip: "127.0.0.1",
+        routes: [{ path: "/v1", aliases: { "GET api-keys/:id": "trivial.get" } }],
+        logRequest: null,
+        logResponse: null,
+      },
     });
   }
   await broker.start();

@@ -26,7 +26,10 @@ const server = createServer((req, res) => {
     // A delivery: the event's id and `data.sent`. A workflow's http step: `?id=…&sent=…`.
     const text = Buffer.concat(chunks).toString("utf8");
     const query = new URL(req.url ?? "/", "http://x").searchParams;
-    const event = (text ? JSON.parse(text) : { id: query.get("id"), data: { sent: Number(query.get("sent")) } }) as { id: string; data?: { sent?: number } };
+    const event = (text ? JSON.parse(text) : { id: query.get("id"), data: { sent: Number(query.get("sent")) } }) as {
+      id: string;
+      data?: { sent?: number };
+    };
     seen.add(event.id);
     if (typeof event.data?.sent === "number" && event.data.sent > 0) latencies.push(at - event.data.sent);
     res.writeHead(200, { "content-type": "text/plain", "content-length": 2 }).end("ok");

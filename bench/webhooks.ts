@@ -46,15 +46,12 @@ const emit = (base: string, key: string, opts: { amount?: number; duration?: num
  * One platform mode: `ingest` runs everything but the dispatcher; `dispatch()` starts what sends
  * (the full single process again, or a dispatcher node); `serving` are the processes to report.
  */
-async function measure(
-  name: string,
-  rx: Receiver,
-  dir: string,
-  base: string,
-  dispatch: () => Promise<Proc[]>,
-): Promise<ModeFigures> {
+async function measure(name: string, rx: Receiver, dir: string, base: string, dispatch: () => Promise<Proc[]>): Promise<ModeFigures> {
   const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: dir }).api_keys[0].key;
-  await waitFor(`${base} to serve`, async () => (await request(`${base}/events?per_page=1`, { headers: { authorization: `Bearer ${admin}` } })).statusCode === 200);
+  await waitFor(
+    `${base} to serve`,
+    async () => (await request(`${base}/events?per_page=1`, { headers: { authorization: `Bearer ${admin}` } })).statusCode === 200,
+  );
   const hook = await post(`${base}/webhooks`, admin, { url: rx.url, events: ["bench.test"] });
   if (hook.status !== 201) throw new Error(`webhook: ${JSON.stringify(hook.body)}`);
 
@@ -116,7 +113,10 @@ async function main(): Promise<void> {
         await measure("single process", rx, dir, base, async () => {
           await ingest.kill("SIGTERM");
           // BENCH_PROF=<dir> writes a CPU profile of the single process there.
-          const node = startNode("single", { ...env, ...(process.env.BENCH_PROF && { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}` }) });
+          const node = startNode("single", {
+            ...env,
+            ...(process.env.BENCH_PROF && { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}` }),
+          });
           t.add(() => node.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL"));
           return [node];
         }),
@@ -139,10 +139,14 @@ async function main(): Promise<void> {
     await t.unwind();
   }
 
-  console.log(`\nWebhook delivery to one local receiver; ${IN_FLIGHT} in flight per webhook; runs of ${SECONDS}s; backlog ${EVENTS} events`);
+  console.log(
+    `\nWebhook delivery to one local receiver; ${IN_FLIGHT} in flight per webhook; runs of ${SECONDS}s; backlog ${EVENTS} events`,
+  );
   const bare = bareLine("bare sign-and-POST loop", bares, "deliveries/s");
   console.log(`store work alone, no HTTP (the single process's ceiling): ${ceiling} deliveries/s, ${(ceiling / bare).toFixed(2)}x`);
-  console.log("mode                               drain/s  ratio   p50 ms  p99 ms @ events/s  lost   saturated: events/s  deliveries/s  ratio   peak RSS MiB");
+  console.log(
+    "mode                               drain/s  ratio   p50 ms  p99 ms @ events/s  lost   saturated: events/s  deliveries/s  ratio   peak RSS MiB",
+  );
   for (const f of figures) {
     console.log(
       `${f.name.padEnd(34)} ${String(f.drain).padStart(7)}  ${(f.drain / bare).toFixed(2)}x ${f.p50.toFixed(1).padStart(7)} ${f.p99.toFixed(1).padStart(7)} @ ${String(f.paced).padStart(8)} ${String(f.lost).padStart(5)}  ${String(f.ingest).padStart(19)}  ${String(f.saturated).padStart(12)}  ${(f.saturated / bare).toFixed(2)}x  ${f.rssMiB.join("+").padStart(13)}`,

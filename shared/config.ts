@@ -131,7 +131,10 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 function services(env: Env): ServiceName[] {
   const raw = env.SERVICES;
   if (raw === undefined || raw.trim() === "" || raw.trim() === "all") return [...SERVICE_NAMES];
-  const names = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const names = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const known: readonly string[] = SERVICE_NAMES;
   for (const name of names) {
     if (!known.includes(name)) throw new SettingsError("SERVICES", `unknown service '${name}' (known: ${known.join(", ")})`);

@@ -59,8 +59,7 @@ export class ApiError extends Errors.MoleculerError {
 export const notFound = (what: string, id: string): ApiError =>
   new ApiError("resource_not_found", `No such ${what}: '${id}'`, { param: "id" });
 
-export const invalidParam = (param: string, message: string): ApiError =>
-  new ApiError("parameter_invalid", message, { param });
+export const invalidParam = (param: string, message: string): ApiError => new ApiError("parameter_invalid", message, { param });
 
 /**
  * PATCH bodies: fastest-validator lets `null` through any optional field, so a field that must keep
@@ -68,7 +67,8 @@ export const invalidParam = (param: string, message: string): ApiError =>
  */
 export function refuseNulls(params: object, fields: readonly string[]): void {
   for (const field of fields) {
-    if ((params as Record<string, unknown>)[field] === null) throw invalidParam(field, `${field} cannot be null; leave it out to keep its value`);
+    if ((params as Record<string, unknown>)[field] === null)
+      throw invalidParam(field, `${field} cannot be null; leave it out to keep its value`);
   }
 }
 

@@ -40,7 +40,8 @@ export class EventConsumer {
     setImmediate(() => {
       this.scheduled = false;
       const batch = this.incoming.splice(0);
-      if (batch.length > 0 && !this.stopped) this.process(batch).catch((err) => this.logger.warn(`handling events failed; the sweep retries them`, err));
+      if (batch.length > 0 && !this.stopped)
+        this.process(batch).catch((err) => this.logger.warn(`handling events failed; the sweep retries them`, err));
     });
   }
 
@@ -79,7 +80,11 @@ export class EventConsumer {
     try {
       for (;;) {
         // Oldest first, read in order from the sparse marker index: a batch costs its size.
-        const stale = await this.events.find(ALL_TENANTS, { [this.marker]: { $lt: Date.now() - GRACE_MS } }, { sort: { [this.marker]: 1 }, limit: BATCH });
+        const stale = await this.events.find(
+          ALL_TENANTS,
+          { [this.marker]: { $lt: Date.now() - GRACE_MS } },
+          { sort: { [this.marker]: 1 }, limit: BATCH },
+        );
         const done = stale.length > 0 ? await this.process(stale) : 0;
         if (stale.length < BATCH || done === 0 || this.stopped) break;
         await between?.();

@@ -53,7 +53,10 @@ export interface EventDoc extends Doc {
   chain_root?: string;
 }
 
-export type EventView = Omit<EventDoc, "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth" | "chain_root">;
+export type EventView = Omit<
+  EventDoc,
+  "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth" | "chain_root"
+>;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {
@@ -116,7 +119,13 @@ export function eventDoc(input: NewEvent, now: number): EventDoc {
  * neither), then wakes whoever reacts to events. Answers null, storing nothing, when an update among
  * `writes` matched no document; else the documents written, as `Store.atomically` answers them.
  */
-export async function recordWith(store: Store, events: Collection<EventDoc>, broker: ServiceBroker, writes: AtomicWrite[], input: NewEvent): Promise<Doc[] | null> {
+export async function recordWith(
+  store: Store,
+  events: Collection<EventDoc>,
+  broker: ServiceBroker,
+  writes: AtomicWrite[],
+  input: NewEvent,
+): Promise<Doc[] | null> {
   const event = eventDoc(input, Date.now());
   const written = await store.atomically([...writes, { op: "insert", collection: events, doc: event }]);
   if (!written) return null;

@@ -38,7 +38,9 @@ export class FailureLog {
     this.failing.set(key, { kind, since: now, count: 1, warned });
     if (!warned) return;
     this.lastWarned.set(key, now);
-    this.logger.warn(`${operation} failed (${kind}): ${message}${after ? `; ${after}` : ""}; further ${kind} failures of it are counted, not logged, until it works again`);
+    this.logger.warn(
+      `${operation} failed (${kind}): ${message}${after ? `; ${after}` : ""}; further ${kind} failures of it are counted, not logged, until it works again`,
+    );
   }
 
   /** `operation` worked: ends its failure streaks, with one line each (info if it was warned about). */
@@ -47,7 +49,9 @@ export class FailureLog {
     for (const [key, streak] of this.failing) {
       if (!key.startsWith(`${operation}\n`)) continue;
       this.failing.delete(key);
-      this.logger[streak.warned ? "info" : "debug"](`${operation} works again after ${streak.count} ${streak.kind} failure(s) over ${Date.now() - streak.since} ms`);
+      this.logger[streak.warned ? "info" : "debug"](
+        `${operation} works again after ${streak.count} ${streak.kind} failure(s) over ${Date.now() - streak.since} ms`,
+      );
     }
   }
 }

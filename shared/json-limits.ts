@@ -97,7 +97,13 @@ function skipString(text: string, i: number): number {
     if (c === 0x5c) {
       const e = text.charCodeAt(++i);
       if (e === 0x75 /* u */) {
-        if (!(isHex(text.charCodeAt(i + 1)) && isHex(text.charCodeAt(i + 2)) && isHex(text.charCodeAt(i + 3)) && isHex(text.charCodeAt(i + 4)))) return -1;
+        if (!(
+          isHex(text.charCodeAt(i + 1)) &&
+          isHex(text.charCodeAt(i + 2)) &&
+          isHex(text.charCodeAt(i + 3)) &&
+          isHex(text.charCodeAt(i + 4))
+        ))
+          return -1;
         i += 4;
       } else if (!'"\\/bfnrt'.includes(text[i] ?? "x")) {
         return -1;
@@ -234,7 +240,10 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
  * explicit stack of open containers with a cursor each (no recursion, nothing allocated per value
  * but objects' key lists); it never looks below level `max` + 1 and stops at the first fault.
  */
-export function findJsonFault(value: unknown, opts: { max?: number; level?: number; depth?: boolean; text?: boolean } = {}): JsonFault | null {
+export function findJsonFault(
+  value: unknown,
+  opts: { max?: number; level?: number; depth?: boolean; text?: boolean } = {},
+): JsonFault | null {
   const max = opts.max ?? MAX_JSON_DEPTH;
   const checkDepth = opts.depth ?? true;
   const checkText = opts.text ?? true;

@@ -6,7 +6,12 @@ import { inspect } from "node:util";
  * `logger.debug({request_id, status}, "request")` is searchable by `request_id`), and errors
  * become `{name, message, code, stack}`. (Moleculer's own "json" format prints objects into `msg`.)
  */
-const errorFields = (err: Error) => ({ name: err.name, message: err.message, ...((err as { code?: unknown }).code !== undefined && { code: (err as { code?: unknown }).code }), stack: err.stack });
+const errorFields = (err: Error) => ({
+  name: err.name,
+  message: err.message,
+  ...((err as { code?: unknown }).code !== undefined && { code: (err as { code?: unknown }).code }),
+  stack: err.stack,
+});
 
 export function jsonLines(type: string, args: unknown[], bindings: Record<string, unknown> = {}): string[] {
   // No prototype: a logged object's `__proto__` key (clients' JSON may hold one) is a field like any other.

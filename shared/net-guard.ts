@@ -111,7 +111,8 @@ export async function checkTargetUrl(raw: string, rules: TargetRules, resolve = 
   if (url.protocol !== "https:" && url.protocol !== "http:") throw refuse(`webhook URLs must use https (got ${url.protocol.slice(0, -1)})`);
   if (url.username || url.password) throw invalid("url must not carry a user name or password");
   if (rules.allowPrivate) return url;
-  if (url.protocol === "http:" && rules.environment !== "test") throw refuse("webhook URLs must use https (http is accepted in the test environment only)");
+  if (url.protocol === "http:" && rules.environment !== "test")
+    throw refuse("webhook URLs must use https (http is accepted in the test environment only)");
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   let addresses: string[];
   if (isIP(host)) addresses = [host];

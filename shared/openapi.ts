@@ -21,17 +21,33 @@ export function jsonSchemaOf(rule: unknown): Json {
   if (r.nullable) common.nullable = true;
   switch (r.type) {
     case "string":
-      return { type: "string", ...(r.min !== undefined && { minLength: r.min }), ...(r.max !== undefined && { maxLength: r.max }), ...common };
+      return {
+        type: "string",
+        ...(r.min !== undefined && { minLength: r.min }),
+        ...(r.max !== undefined && { maxLength: r.max }),
+        ...common,
+      };
     case "email":
       return { type: "string", format: "email", ...common };
     case "number":
-      return { type: r.integer ? "integer" : "number", ...(r.min !== undefined && { minimum: r.min }), ...(r.max !== undefined && { maximum: r.max }), ...common };
+      return {
+        type: r.integer ? "integer" : "number",
+        ...(r.min !== undefined && { minimum: r.min }),
+        ...(r.max !== undefined && { maximum: r.max }),
+        ...common,
+      };
     case "boolean":
       return { type: "boolean", ...common };
     case "enum":
       return { type: "string", enum: r.values, ...common };
     case "array":
-      return { type: "array", items: r.items === undefined ? {} : jsonSchemaOf(r.items), ...(r.min !== undefined && { minItems: r.min }), ...(r.max !== undefined && { maxItems: r.max }), ...common };
+      return {
+        type: "array",
+        items: r.items === undefined ? {} : jsonSchemaOf(r.items),
+        ...(r.min !== undefined && { minItems: r.min }),
+        ...(r.max !== undefined && { maxItems: r.max }),
+        ...common,
+      };
     case "object": {
       const props = (r.props ?? {}) as Json;
       return { type: "object", ...(r.props !== undefined && objectOf(props)), ...common };
@@ -76,7 +92,10 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
         if (!name.startsWith("$$")) parameters.push({ name, in: "query", required: !isOptional(rule), schema: jsonSchemaOf(rule) });
       }
     } else if (Object.keys(rest).some((name) => !name.startsWith("$$"))) {
-      requestBody = { required: Object.entries(rest).some(([n, r]) => !n.startsWith("$$") && !isOptional(r)), content: { "application/json": { schema: { type: "object", ...objectOf(rest) } } } };
+      requestBody = {
+        required: Object.entries(rest).some(([n, r]) => !n.startsWith("$$") && !isOptional(r)),
+        content: { "application/json": { schema: { type: "object", ...objectOf(rest) } } },
+      };
     }
     const status = String(route.status ?? 200);
     paths[route.path] ??= {};
@@ -88,18 +107,31 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       ...(parameters.length > 0 && { parameters }),
       ...(requestBody && { requestBody }),
       responses: {
-        [status]: { description: "OK", content: { "application/json": { schema: { $ref: route.list ? "#/components/schemas/List" : "#/components/schemas/Item" } } } },
+        [status]: {
+          description: "OK",
+          content: { "application/json": { schema: { $ref: route.list ? "#/components/schemas/List" : "#/components/schemas/Item" } } },
+        },
         default: { description: "An error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
       },
     };
   }
   return {
     openapi: "3.1.0",
-    info: { title: "Workflow automation platform API", version: LATEST_VERSION, description: "Send `Authorization: Bearer <key>`; `Service-Version` pins the API version." },
+    info: {
+      title: "Workflow automation platform API",
+      version: LATEST_VERSION,
+      description: "Send `Authorization: Bearer <key>`; `Service-Version` pins the API version.",
+    },
     servers: [{ url: "/v1" }],
     paths,
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: `API keys (svc_live_…, svc_test_…). Scopes: ${Object.keys(SCOPES).join(", ")}` } },
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: `API keys (svc_live_…, svc_test_…). Scopes: ${Object.keys(SCOPES).join(", ")}`,
+        },
+      },
       schemas: {
         Item: { type: "object", properties: { data: { type: "object" } }, required: ["data"] },
         List: {

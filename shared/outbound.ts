@@ -8,7 +8,10 @@ import { guardedLookup, isPrivateAddress } from "./net-guard";
  * connected to, no redirects, one time-out for the whole exchange, and failures in words a user
  * reads in a delivery log or a run's step.
  */
-export function outboundAgent(allowPrivate: boolean, opts: { connections?: number; connectTimeoutMs?: number; keepAliveMs?: number } = {}): Agent {
+export function outboundAgent(
+  allowPrivate: boolean,
+  opts: { connections?: number; connectTimeoutMs?: number; keepAliveMs?: number } = {},
+): Agent {
   const agent = new Agent({
     ...(opts.connections !== undefined && { connections: opts.connections }),
     keepAliveTimeout: opts.keepAliveMs ?? 30_000,

@@ -60,15 +60,34 @@ const periodsAt = (at: number) =>
   (Object.entries(OUTCOME_PERIODS) as [OutcomePeriod, number][]).map(([period, size]) => ({ period, start: at - (at % size) }));
 
 /** The hour and day rows of a delivery's webhook that count it: those of its creation. */
-export function webhookRowsOf(delivery: { org_id: string; environment: Environment; webhook_id: string; created_at: string }): WebhookOutcomeRow[] {
+export function webhookRowsOf(delivery: {
+  org_id: string;
+  environment: Environment;
+  webhook_id: string;
+  created_at: string;
+}): WebhookOutcomeRow[] {
   const { org_id, environment, webhook_id } = delivery;
-  return periodsAt(Date.parse(delivery.created_at)).map(({ period, start }) => ({ id: `${webhook_id}.${period}.${start}`, org_id, environment, webhook_id, period, start }));
+  return periodsAt(Date.parse(delivery.created_at)).map(({ period, start }) => ({
+    id: `${webhook_id}.${period}.${start}`,
+    org_id,
+    environment,
+    webhook_id,
+    period,
+    start,
+  }));
 }
 
 /** The hour and day rows of a workflow that count a run whose end was recorded at `at` (ISO). */
 export function runRowsOf(run: { org_id: string; environment: Environment; workflow_id: string }, at: string): RunOutcomeRow[] {
   const { org_id, environment, workflow_id } = run;
-  return periodsAt(Date.parse(at)).map(({ period, start }) => ({ id: `${workflow_id}.${period}.${start}`, org_id, environment, workflow_id, period, start }));
+  return periodsAt(Date.parse(at)).map(({ period, start }) => ({
+    id: `${workflow_id}.${period}.${start}`,
+    org_id,
+    environment,
+    workflow_id,
+    period,
+    start,
+  }));
 }
 
 /**

@@ -69,12 +69,19 @@ export const skipOf = (p: Pick<PageParams, "page" | "per_page">): number => (p.p
 /** Refuses a page that lies past the first MAX_COUNTED items. */
 export function checkDepth(p: Pick<PageParams, "page" | "per_page">): void {
   if (p.page * p.per_page > MAX_COUNTED) {
-    throw invalidParam("page", `Pages reach the first ${MAX_COUNTED} items (page × per_page ≤ ${MAX_COUNTED}); page further with starting_after, the id of the last item you have`);
+    throw invalidParam(
+      "page",
+      `Pages reach the first ${MAX_COUNTED} items (page × per_page ≤ ${MAX_COUNTED}); page further with starting_after, the id of the last item you have`,
+    );
   }
 }
 
 /** The total of a list: exact up to MAX_COUNTED, counted through the filter's index and no further. */
-export async function cappedTotal<T extends Doc>(collection: Collection<T>, scope: Scope, filter: Filter): Promise<Pick<ListResult<T>, "total" | "total_capped">> {
+export async function cappedTotal<T extends Doc>(
+  collection: Collection<T>,
+  scope: Scope,
+  filter: Filter,
+): Promise<Pick<ListResult<T>, "total" | "total_capped">> {
   const n = await collection.count(scope, filter, { limit: MAX_COUNTED + 1 });
   return n > MAX_COUNTED ? { total: MAX_COUNTED, total_capped: true } : { total: n };
 }
@@ -101,13 +108,22 @@ export async function newestFirst<T extends Doc, V>(
     ]);
     return { items: items.map(view), ...total, page: params.page, per_page: params.per_page };
   }
-  if (starting_after !== undefined && ending_before !== undefined) throw invalidParam("ending_before", "Send starting_after or ending_before, not both");
-  if (params.page !== 1) throw invalidParam("page", "page cannot be combined with starting_after, ending_before or limit: a list pages either by number or by cursor");
+  if (starting_after !== undefined && ending_before !== undefined)
+    throw invalidParam("ending_before", "Send starting_after or ending_before, not both");
+  if (params.page !== 1)
+    throw invalidParam(
+      "page",
+      "page cannot be combined with starting_after, ending_before or limit: a list pages either by number or by cursor",
+    );
   const limit = params.limit ?? params.per_page;
   // One more than asked: whether there is more in that direction.
   const [found, total] = await Promise.all([
     ending_before === undefined
-      ? collection.find(scope, { ...filter, ...(starting_after !== undefined && { id: { $lt: starting_after } }) }, { sort: { id: -1 }, limit: limit + 1 })
+      ? collection.find(
+          scope,
+          { ...filter, ...(starting_after !== undefined && { id: { $lt: starting_after } }) },
+          { sort: { id: -1 }, limit: limit + 1 },
+        )
       : collection.find(scope, { ...filter, id: { $gt: ending_before } }, { sort: { id: 1 }, limit: limit + 1 }),
     cappedTotal(collection, scope, filter),
   ]);

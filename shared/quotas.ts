@@ -27,6 +27,13 @@ export const quotaExceeded = (quota: QuotaName, limit: number, what: string): Ap
   new ApiError("quota_exceeded", `Quota ${quota} reached: at most ${limit} ${what}; delete some to make room`, { quota, limit });
 
 /** Throws `quota_exceeded` when `filter` already matches `limit` documents (read at most `limit`). */
-export async function checkCountQuota<T extends Doc>(collection: Collection<T>, scope: Scope, filter: Filter, quota: QuotaName, limit: number, what: string): Promise<void> {
+export async function checkCountQuota<T extends Doc>(
+  collection: Collection<T>,
+  scope: Scope,
+  filter: Filter,
+  quota: QuotaName,
+  limit: number,
+  what: string,
+): Promise<void> {
   if ((await collection.count(scope, filter, { limit })) >= limit) throw quotaExceeded(quota, limit, what);
 }

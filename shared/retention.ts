@@ -86,7 +86,11 @@ export async function prune<T extends Doc>(plan: PrunePlan<T>, control: PruneCon
   for (;;) {
     const from = after === undefined ? {} : { $gt: after };
     // The batch's last document, read from the field's index: a batch costs its size, never a scan.
-    const [last] = await collection.find(ALL_TENANTS, { [field]: { ...from, $lt: before } }, { sort: { [field]: 1 }, skip: size - 1, limit: 1 });
+    const [last] = await collection.find(
+      ALL_TENANTS,
+      { [field]: { ...from, $lt: before } },
+      { sort: { [field]: 1 }, skip: size - 1, limit: 1 },
+    );
     const end = last === undefined ? undefined : (last as unknown as Record<string, unknown>)[field];
     if (end !== undefined && typeof end !== "string") throw new Error(`retention: ${collection.name}.${field} is not a string`);
     const range = end === undefined ? { ...from, $lt: before } : { ...from, $lte: end };

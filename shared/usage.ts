@@ -10,7 +10,9 @@ import type { Environment } from "./storage/types";
  */
 
 /** Upper bounds (ms) of the latency histogram's buckets; the last bucket holds everything slower. */
-export const LATENCY_BOUNDS_MS = [1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10_000, 30_000] as const;
+export const LATENCY_BOUNDS_MS = [
+  1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10_000, 30_000,
+] as const;
 
 export function bucketOf(ms: number): number {
   for (let i = 0; i < LATENCY_BOUNDS_MS.length; i += 1) if (ms <= LATENCY_BOUNDS_MS[i]) return i;
@@ -62,7 +64,10 @@ export interface UsageBatch {
 }
 
 /** One answered request, as the gateway meters it. */
-export type Request = Pick<UsageRow, "org_id" | "environment" | "key_id" | "method" | "route" | "status"> & { at: number; latency_ms: number };
+export type Request = Pick<UsageRow, "org_id" | "environment" | "key_id" | "method" | "route" | "status"> & {
+  at: number;
+  latency_ms: number;
+};
 
 /** One gateway node's meter: rows accumulate, then leave as batches that wait for an acknowledgement. */
 export class Meter {
@@ -78,7 +83,19 @@ export class Meter {
     const key = `${minute}|${r.org_id}|${r.environment}|${r.key_id}|${r.method}|${r.route}|${r.status}`;
     let row = this.rows.get(key);
     if (!row) {
-      row = { minute, org_id: r.org_id, environment: r.environment, key_id: r.key_id, method: r.method, route: r.route, status: r.status, count: 0, errors: 0, latency_ms_sum: 0, hist: emptyHistogram() };
+      row = {
+        minute,
+        org_id: r.org_id,
+        environment: r.environment,
+        key_id: r.key_id,
+        method: r.method,
+        route: r.route,
+        status: r.status,
+        count: 0,
+        errors: 0,
+        latency_ms_sum: 0,
+        hist: emptyHistogram(),
+      };
       this.rows.set(key, row);
     }
     row.count += 1;

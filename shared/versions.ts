@@ -31,11 +31,9 @@ export function resolveVersion(header: string | undefined, pinned: string | unde
   let resolved: ApiVersion | undefined;
   for (const version of API_VERSIONS) if (version <= value) resolved = version;
   if (!resolved) {
-    throw new ApiError(
-      "unsupported_version",
-      `Service-Version ${value} is before the first version of this API (${API_VERSIONS[0]})`,
-      { param: "Service-Version" },
-    );
+    throw new ApiError("unsupported_version", `Service-Version ${value} is before the first version of this API (${API_VERSIONS[0]})`, {
+      param: "Service-Version",
+    });
   }
   return resolved;
 }

@@ -26,7 +26,9 @@ interface Member {
 }
 
 const COLORS = [36, 33, 35, 32, 34, 91, 92, 93, 94, 95, 96];
-const color = process.stdout.isTTY ? (n: number, s: string) => `\x1b[${COLORS[n % COLORS.length]}m${s}\x1b[0m` : (_n: number, s: string) => s;
+const color = process.stdout.isTTY
+  ? (n: number, s: string) => `\x1b[${COLORS[n % COLORS.length]}m${s}\x1b[0m`
+  : (_n: number, s: string) => s;
 
 function counts(argv: string[]): Map<ServiceName, number> {
   const out = new Map<ServiceName, number>(SERVICE_NAMES.map((name) => [name, 1]));
@@ -138,7 +140,12 @@ async function main(): Promise<void> {
   const ready = {
     nats: transporter,
     data_dir: dataDir,
-    processes: members.map((m, i) => ({ name: m.name, pid: m.child.pid, ...(m.port && { port: m.port }), ...(metricsBase !== undefined && { metrics_port: metricsBase + i }) })),
+    processes: members.map((m, i) => ({
+      name: m.name,
+      pid: m.child.pid,
+      ...(m.port && { port: m.port }),
+      ...(metricsBase !== undefined && { metrics_port: metricsBase + i }),
+    })),
   };
   process.stdout.write(`cluster ready ${JSON.stringify(ready)}\n`);
   for (const g of gateways) process.stdout.write(`  ${g.name}: http://127.0.0.1:${g.port}/v1\n`);

@@ -23,7 +23,6 @@ export interface NatsServer {
   stop(): Promise<void>;
 }
 
-
 /** A loopback port nobody listens on right now. */
 export function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -59,7 +58,10 @@ export async function startNats(timeoutMs = 10_000, detached = false): Promise<N
   const config = join(dir, "nats.conf");
   writeFileSync(config, `authorization {\n  user: "${user}"\n  password: "${password}"\n}\n`, { mode: 0o600 });
   const removeConfig = () => rmSync(dir, { recursive: true, force: true });
-  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-c", config], { stdio: ["ignore", "ignore", "pipe"], detached });
+  const child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-c", config], {
+    stdio: ["ignore", "ignore", "pipe"],
+    detached,
+  });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
@@ -82,7 +84,12 @@ export async function startNats(timeoutMs = 10_000, detached = false): Promise<N
     while (running && Date.now() < until) {
       // Our own server's word, not just an open port: another test's nats-server may hold the
       // port this one failed to bind, and a cluster joined to it would mix the two tests' nodes.
-      if (stderr.includes(`Listening for client connections on 127.0.0.1:${port}`) && stderr.includes("Server is ready") && (await accepts(port))) return;
+      if (
+        stderr.includes(`Listening for client connections on 127.0.0.1:${port}`) &&
+        stderr.includes("Server is ready") &&
+        (await accepts(port))
+      )
+        return;
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`nats-server did not listen on ${port} within ${timeoutMs} ms: ${stderr.trim()}`);

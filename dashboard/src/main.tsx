@@ -40,7 +40,10 @@ function App() {
   }, []);
 
   const environment = session?.environment;
-  const account = useMemo(() => (session && environment ? accountOf(session.keys[environment]!, session.identities[environment]!) : null), [session, environment]);
+  const account = useMemo(
+    () => (session && environment ? accountOf(session.keys[environment]!, session.identities[environment]!) : null),
+    [session, environment],
+  );
 
   if (!session || !account) {
     return (
@@ -77,7 +80,13 @@ function App() {
               {both ? (
                 <div role="group" aria-label="Environment" class="env-switch">
                   {(["live", "test"] as const).map((env) => (
-                    <button key={env} type="button" class={env === environment ? "" : "outline secondary"} aria-pressed={env === environment} onClick={() => switchTo(env)}>
+                    <button
+                      key={env}
+                      type="button"
+                      class={env === environment ? "" : "outline secondary"}
+                      aria-pressed={env === environment}
+                      onClick={() => switchTo(env)}
+                    >
                       {env}
                     </button>
                   ))}

@@ -39,7 +39,13 @@ interface Loaded<T> {
 export function useApi<T>(path: string | null, query?: Query, pollMs?: number): Loaded<T> {
   const { key } = useAccount();
   const url = path === null ? null : pathWith(path, query);
-  const [state, setState] = useState<{ url: string | null; data: T | null; meta: ListMeta | null; error: ApiFailure | null; loading: boolean }>({
+  const [state, setState] = useState<{
+    url: string | null;
+    data: T | null;
+    meta: ListMeta | null;
+    error: ApiFailure | null;
+    loading: boolean;
+  }>({
     url: null,
     data: null,
     meta: null,
@@ -79,7 +85,13 @@ export function useApi<T>(path: string | null, query?: Query, pollMs?: number): 
     return () => clearInterval(timer);
   }, [pollMs, url]);
 
-  return { loading: state.loading, error: state.error, data: state.url === url ? state.data : null, meta: state.url === url ? state.meta : null, reload };
+  return {
+    loading: state.loading,
+    error: state.error,
+    data: state.url === url ? state.data : null,
+    meta: state.url === url ? state.meta : null,
+    reload,
+  };
 }
 
 /** Runs one write, keeping its pending state and error for the form or button that started it. */
@@ -152,7 +164,17 @@ export interface Column<T> {
   cell(row: T): ComponentChildren;
 }
 
-export function DataTable<T>({ rows, columns, rowKey, caption }: { rows: T[]; columns: Column<T>[]; rowKey(row: T): string | number; caption?: string }) {
+export function DataTable<T>({
+  rows,
+  columns,
+  rowKey,
+  caption,
+}: {
+  rows: T[];
+  columns: Column<T>[];
+  rowKey(row: T): string | number;
+  caption?: string;
+}) {
   return (
     <div class="table-wrap">
       <table>
@@ -183,7 +205,13 @@ export function DataTable<T>({ rows, columns, rowKey, caption }: { rows: T[]; co
 }
 
 /** A paged list endpoint's loading, error and empty states, its table, and its pager. */
-export function ListOf<T extends { id: string }>({ state, what, empty, columns, onPage }: {
+export function ListOf<T extends { id: string }>({
+  state,
+  what,
+  empty,
+  columns,
+  onPage,
+}: {
   state: Loaded<T[]>;
   what: string;
   empty: ComponentChildren;
@@ -222,18 +250,51 @@ export function useJsonText(initial: string) {
   };
 }
 
-export function JsonField({ label, name, rows, json, invalid }: { label: string; name: string; rows: number; json: ReturnType<typeof useJsonText>; invalid?: boolean }) {
+export function JsonField({
+  label,
+  name,
+  rows,
+  json,
+  invalid,
+}: {
+  label: string;
+  name: string;
+  rows: number;
+  json: ReturnType<typeof useJsonText>;
+  invalid?: boolean;
+}) {
   return (
     <label>
       {label}
-      <textarea name={name} rows={rows} class="mono" spellcheck={false} value={json.text} onInput={(e) => json.setText(e.currentTarget.value)} aria-invalid={json.error !== null || invalid || undefined} aria-describedby={`${name}-error`} />
+      <textarea
+        name={name}
+        rows={rows}
+        class="mono"
+        spellcheck={false}
+        value={json.text}
+        onInput={(e) => json.setText(e.currentTarget.value)}
+        aria-invalid={json.error !== null || invalid || undefined}
+        aria-describedby={`${name}-error`}
+      />
       {json.error && <small id={`${name}-error`}>{json.error}</small>}
     </label>
   );
 }
 
 /** A labelled select of a list's filter (or a window): `options` maps each value to its label. */
-export function Choice<V extends string>({ label, name, value, options, onChange }: { label: string; name: string; value: V; options: Record<V, string>; onChange(value: V): void }) {
+export function Choice<V extends string>({
+  label,
+  name,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  name: string;
+  value: V;
+  options: Record<V, string>;
+  onChange(value: V): void;
+}) {
   return (
     <label>
       {label}
@@ -332,7 +393,11 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
         </button>
       </div>
       <p role="status" class="muted">
-        {copied === "yes" ? "Copied to the clipboard." : copied === "no" ? "The browser refused the clipboard: select the text and copy it." : ""}
+        {copied === "yes"
+          ? "Copied to the clipboard."
+          : copied === "no"
+            ? "The browser refused the clipboard: select the text and copy it."
+            : ""}
       </p>
       <button type="button" class="secondary" onClick={onDone}>
         I have saved it
@@ -342,7 +407,15 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
 }
 
 /** A modal question (native <dialog>: focus stays inside, Escape cancels). */
-export function Confirm({ title, body, action, tone, onConfirm, onCancel, pending }: {
+export function Confirm({
+  title,
+  body,
+  action,
+  tone,
+  onConfirm,
+  onCancel,
+  pending,
+}: {
   title: string;
   body: ComponentChildren;
   action: string;

@@ -10,10 +10,16 @@ const DAY = 24 * HOUR;
 const DEFAULT_SPAN = { hour: DAY, day: 30 * DAY } as const;
 
 /** `from` ≤ t < `to`, both ISO 8601 with a time zone (or a bare date, UTC); defaults end now. */
-export function windowOf(from: string | undefined, to: string | undefined, granularity: "hour" | "day", nowMs = Date.now()): { from: number; to: number } {
+export function windowOf(
+  from: string | undefined,
+  to: string | undefined,
+  granularity: "hour" | "day",
+  nowMs = Date.now(),
+): { from: number; to: number } {
   const parse = (value: string, param: "from" | "to"): number => {
     const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : NaN;
-    if (Number.isNaN(ms)) throw invalidParam(param, `${param} must be an ISO 8601 date or time with a zone, such as 2026-11-23 or 2026-11-23T10:00:00Z`);
+    if (Number.isNaN(ms))
+      throw invalidParam(param, `${param} must be an ISO 8601 date or time with a zone, such as 2026-11-23 or 2026-11-23T10:00:00Z`);
     return ms;
   };
   const end = to === undefined ? nowMs : parse(to, "to");
@@ -41,9 +47,15 @@ export interface UsageBucket {
  * merged latency histograms, so each quantile is the upper bound of the bucket the true one is in.
  * Without `group_by`, every bucket of the window is listed, empty ones with zeros.
  */
-export function usageBuckets(rows: readonly Omit<StoredRow, "id">[], window: { from: number; to: number }, granularity: "hour" | "day", groupBy?: "route" | "status" | "key"): UsageBucket[] {
+export function usageBuckets(
+  rows: readonly Omit<StoredRow, "id">[],
+  window: { from: number; to: number },
+  granularity: "hour" | "day",
+  groupBy?: "route" | "status" | "key",
+): UsageBucket[] {
   const groups = new Map<string, { start: number; group?: string | number; count: number; errors: number; hist: number[] }>();
-  const groupOf = (r: Omit<StoredRow, "id">) => (groupBy === "route" ? `${r.method} ${r.route}` : groupBy === "status" ? r.status : groupBy === "key" ? r.key_id : undefined);
+  const groupOf = (r: Omit<StoredRow, "id">) =>
+    groupBy === "route" ? `${r.method} ${r.route}` : groupBy === "status" ? r.status : groupBy === "key" ? r.key_id : undefined;
   if (!groupBy) {
     for (let t = bucketStart(window.from, granularity); t < window.to; t += granularity === "hour" ? HOUR : DAY) {
       groups.set(String(t), { start: t, count: 0, errors: 0, hist: emptyHistogram() });

@@ -1,7 +1,15 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { isDuplicate } from "../../shared/errors";
-import { hourRowsFrom, pruneOutcomes, runOutcomesCollection, webhookOutcomesCollection, type OutcomeRow, type RunOutcomeRow, type WebhookOutcomeRow } from "../../shared/outcomes";
+import {
+  hourRowsFrom,
+  pruneOutcomes,
+  runOutcomesCollection,
+  webhookOutcomesCollection,
+  type OutcomeRow,
+  type RunOutcomeRow,
+  type WebhookOutcomeRow,
+} from "../../shared/outcomes";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Store, Tenant } from "../../shared/storage/types";
@@ -27,7 +35,11 @@ interface AnalyticsVars {
 }
 interface AnalyticsMethods {
   /** The counter rows answering a window (see outcomeWindow), and the window they cover. */
-  outcomeRows<R extends OutcomeRow>(rows: Collection<R>, tenant: Tenant, params: WindowParams): Promise<{ from: string; to: string; rows: R[] }>;
+  outcomeRows<R extends OutcomeRow>(
+    rows: Collection<R>,
+    tenant: Tenant,
+    params: WindowParams,
+  ): Promise<{ from: string; to: string; rows: R[] }>;
   maintainAll(now?: number): Promise<{ folded: number; pruned: number; outcomes_pruned: number }>;
 }
 type Ctx<P> = Context<P, CallMeta>;
@@ -130,14 +142,18 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
 
     async maintainAll(now = Date.now()) {
       const usage = await this.tiers.maintain(now);
-      const pruned = await Promise.all([pruneOutcomes(this.webhookOutcomes, now, this.hourKeepMs), pruneOutcomes(this.runOutcomes, now, this.hourKeepMs)]);
+      const pruned = await Promise.all([
+        pruneOutcomes(this.webhookOutcomes, now, this.hourKeepMs),
+        pruneOutcomes(this.runOutcomes, now, this.hourKeepMs),
+      ]);
       return { ...usage, outcomes_pruned: pruned[0] + pruned[1] };
     },
   },
 
   created() {
     // Rows are only inserted and pruned, never updated: `start` can be the embedded store's range index.
-    const rows = (name: string) => this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
+    const rows = (name: string) =>
+      this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
     this.usage = rows("usage_minutes");
     this.hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
     this.tiers = new Tiers(
@@ -153,7 +169,10 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
   },
 
   started() {
-    this.maintainer = setInterval(() => void this.maintainAll().catch((err) => this.logger.warn("usage roll-up failed; the next one retries", err)), MAINTAIN_EVERY_MS);
+    this.maintainer = setInterval(
+      () => void this.maintainAll().catch((err) => this.logger.warn("usage roll-up failed; the next one retries", err)),
+      MAINTAIN_EVERY_MS,
+    );
     this.maintainer.unref();
   },
 

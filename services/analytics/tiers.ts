@@ -50,7 +50,20 @@ export function fold(rows: readonly StoredRow[], tier: "hour" | "day", start: nu
     const id = `${tier}.${start}.${r.org_id}.${r.environment}.${r.key_id}.${r.method}.${r.route}.${r.status}`;
     const row = out.get(id);
     if (!row) {
-      out.set(id, { id, start, org_id: r.org_id, environment: r.environment, key_id: r.key_id, method: r.method, route: r.route, status: r.status, count: r.count, errors: r.errors, latency_ms_sum: r.latency_ms_sum, hist: [...r.hist] });
+      out.set(id, {
+        id,
+        start,
+        org_id: r.org_id,
+        environment: r.environment,
+        key_id: r.key_id,
+        method: r.method,
+        route: r.route,
+        status: r.status,
+        count: r.count,
+        errors: r.errors,
+        latency_ms_sum: r.latency_ms_sum,
+        hist: [...r.hist],
+      });
     } else {
       row.count += r.count;
       row.errors += r.errors;
@@ -80,7 +93,13 @@ export class Tiers {
     const found = await this.state.get(PLATFORM, upper.name);
     if (found) return found;
     const [oldest] = await lower.rows.find(PLATFORM, {}, { sort: { start: 1 }, limit: 1 });
-    const doc: TierState = { id: upper.name, org_id: "platform", folded_until: floorTo(oldest?.start ?? now, upper.size), below_kept_from: 0, lease_until: 0 };
+    const doc: TierState = {
+      id: upper.name,
+      org_id: "platform",
+      folded_until: floorTo(oldest?.start ?? now, upper.size),
+      below_kept_from: 0,
+      lease_until: 0,
+    };
     try {
       await this.state.insert(doc);
       return doc;
@@ -95,7 +114,11 @@ export class Tiers {
     while (state.folded_until + upper.size + FOLD_GRACE_MS <= now) {
       const start = state.folded_until;
       const lease = randomUUID();
-      const claimed = await this.state.update(PLATFORM, { id: upper.name, folded_until: start, lease_until: { $lt: now } }, { $set: { lease, lease_until: now + LEASE_MS } });
+      const claimed = await this.state.update(
+        PLATFORM,
+        { id: upper.name, folded_until: start, lease_until: { $lt: now } },
+        { $set: { lease, lease_until: now + LEASE_MS } },
+      );
       if (!claimed) return folded; // another node folds this period
       const rows = await lower.rows.find(PLATFORM, { start: { $gte: start, $lt: start + upper.size } });
       for (const row of fold(rows, upper.name as "hour" | "day", start)) {
@@ -105,7 +128,11 @@ export class Tiers {
           if (!isDuplicate(err)) throw err;
         }
       }
-      const moved = await this.state.update(PLATFORM, { id: upper.name, lease }, { $set: { folded_until: start + upper.size, lease_until: 0 }, $unset: { lease: true } });
+      const moved = await this.state.update(
+        PLATFORM,
+        { id: upper.name, lease },
+        { $set: { folded_until: start + upper.size, lease_until: 0 }, $unset: { lease: true } },
+      );
       if (!moved) return folded;
       state = moved;
       folded += 1;

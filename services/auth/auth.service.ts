@@ -102,7 +102,10 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
             () => false,
           );
         const nodes = [...live, ...lost];
-        const confirmed = await Promise.all([...live.map(confirm), ...lost.map(async (nodeID) => (await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS)) && confirm(nodeID))]);
+        const confirmed = await Promise.all([
+          ...live.map(confirm),
+          ...lost.map(async (nodeID) => (await this.findAgain(nodeID, LOST_GATEWAY_WAIT_MS)) && confirm(nodeID)),
+        ]);
         const unreachable = nodes.filter((_, i) => !confirmed[i]);
         if (unreachable.length > 0) this.logger.warn("Gateways did not confirm an invalidation", { unreachable, ...ctx.params });
         else this.logger.info("Invalidation confirmed by every gateway", { gateways: nodes, ...ctx.params });
@@ -116,7 +119,8 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       handler(ctx: Context<{ seen: { node_id: string; ago_ms: number }[] }>) {
         // Ages, not times: each auth node keeps its own clock.
         const now = Date.now();
-        for (const { node_id, ago_ms } of ctx.params.seen) this.resolvers.set(node_id, Math.max(now - ago_ms, this.resolvers.get(node_id) ?? 0));
+        for (const { node_id, ago_ms } of ctx.params.seen)
+          this.resolvers.set(node_id, Math.max(now - ago_ms, this.resolvers.get(node_id) ?? 0));
       },
     },
     "$services.changed"() {

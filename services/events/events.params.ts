@@ -24,7 +24,6 @@ export interface ListParams extends PageParams {
   type?: string;
 }
 
-
 export const typesParams = { $$strict: true, ...offsetParams } as const;
 export type TypesParams = Pick<PageParams, "page" | "per_page">;
 

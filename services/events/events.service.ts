@@ -2,10 +2,28 @@ import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
-import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView, type NewEvent } from "../../shared/events";
+import {
+  eventsCollection,
+  eventView,
+  recordEvent,
+  SYSTEM_EVENT_TYPES,
+  type EventDoc,
+  type EventView,
+  type NewEvent,
+} from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { cappedTotal, checkDepth, MAX_COUNTED, newestFirst, skipOf, type ListResult } from "../../shared/pagination";
-import { FINISHED_RUN_STATUSES, firstIdAt, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl, type RunRef } from "../../shared/retention";
+import {
+  FINISHED_RUN_STATUSES,
+  firstIdAt,
+  prune,
+  Pruner,
+  retentionCutoff,
+  RUN_RETENTION_INDEXES,
+  RUNS_COLLECTION,
+  type PruneControl,
+  type RunRef,
+} from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Doc, type Filter, type Store } from "../../shared/storage/types";
@@ -97,13 +115,23 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
         const [seen, counted] = await Promise.all([
           shown.length === ctx.params.per_page
             ? []
-            : this.types.find(tenantOf(ctx), {}, { sort: { type: 1 }, skip: Math.max(0, start - system.length), limit: ctx.params.per_page - shown.length }),
+            : this.types.find(
+                tenantOf(ctx),
+                {},
+                { sort: { type: 1 }, skip: Math.max(0, start - system.length), limit: ctx.params.per_page - shown.length },
+              ),
           cappedTotal(this.types, tenantOf(ctx), {}),
         ]);
         const custom = seen.map((t) => ({ type: t.type, description: null, system: false, first_seen_at: t.first_seen_at }));
         const total = Math.min(MAX_COUNTED, system.length + counted.total);
         const capped = counted.total_capped || system.length + counted.total > MAX_COUNTED;
-        return { items: [...shown, ...custom], total, ...(capped && { total_capped: true as const }), page: ctx.params.page, per_page: ctx.params.per_page };
+        return {
+          items: [...shown, ...custom],
+          total,
+          ...(capped && { total_capped: true as const }),
+          page: ctx.params.page,
+          per_page: ctx.params.per_page,
+        };
       },
     },
 
@@ -132,7 +160,13 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       const id = `${event.org_id}:${event.environment}:${event.type}`;
       if (this.knownTypes.has(id)) return;
       try {
-        await this.types.insert({ id, org_id: event.org_id, environment: event.environment, type: event.type, first_seen_at: event.created_at ?? nowIso() });
+        await this.types.insert({
+          id,
+          org_id: event.org_id,
+          environment: event.environment,
+          type: event.type,
+          first_seen_at: event.created_at ?? nowIso(),
+        });
       } catch (err) {
         if (!isDuplicate(err)) throw err;
       }

@@ -29,10 +29,13 @@ export async function readJsonBody(req: IncomingMessage, timeoutMs: number): Pro
   const raw = await new Promise<Buffer>((ok, fail) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = setTimeout(() => {
-      req.off("data", onData);
-      fail(new ApiError("request_timeout", `The request body did not arrive within ${timeoutMs} ms`));
-    }, Math.max(0, timeoutMs));
+    const timer = setTimeout(
+      () => {
+        req.off("data", onData);
+        fail(new ApiError("request_timeout", `The request body did not arrive within ${timeoutMs} ms`));
+      },
+      Math.max(0, timeoutMs),
+    );
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= BODY_LIMIT) return void chunks.push(chunk);

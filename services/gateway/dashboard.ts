@@ -34,7 +34,10 @@ export const isDashboardPath = (path: string): boolean => path === DASHBOARD_PAT
  * Vite names every asset by its content hash: those are cached for a year; index.html never is.
  * Answers false when no file matched (the caller answers its JSON 404).
  */
-export function dashboardServer(dir: string): { built: boolean; serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> } {
+export function dashboardServer(dir: string): {
+  built: boolean;
+  serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
+} {
   const assets = join(dir, "assets") + sep;
   const files = serveStatic(dir, {
     index: ["index.html"],

@@ -90,7 +90,12 @@ interface GatewayMethods {
   /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
   serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   /** `path` is the URL without its query, `search` the query (without "?"), or null. */
-  handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown; replayed?: true }>;
+  handle(
+    req: IncomingMessage,
+    x: Exchange,
+    path: string,
+    search: string | null,
+  ): Promise<{ status: number; body: unknown; replayed?: true }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
@@ -269,7 +274,11 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
       const meta: CallMeta = { auth: caller, api_version: x.version, request_id: x.requestId };
       // Reads are safe to repeat: one that meets a dead node is retried on another (cluster only).
-      const data = await this.broker.call<any, Record<string, unknown>>(route.action, { ...body, ...query, ...match.params }, { meta, ...(route.method === "GET" && { retries: 2 }) });
+      const data = await this.broker.call<any, Record<string, unknown>>(
+        route.action,
+        { ...body, ...query, ...match.params },
+        { meta, ...(route.method === "GET" && { retries: 2 }) },
+      );
       // A request whose key was revoked while it ran is refused, whatever it did.
       if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
       const status = route.status ?? 200;
@@ -286,7 +295,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const failures = this.failedAuthLimiter.check(x.address);
       if (!failures.allowed) {
         x.rate = failures;
-        throw new ApiError("rate_limited", "Too many requests without a valid API key from this address; slow down", { retry_after: failures.reset });
+        throw new ApiError("rate_limited", "Too many requests without a valid API key from this address; slow down", {
+          retry_after: failures.reset,
+        });
       }
       let identity: Identity;
       try {
@@ -309,7 +320,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const now = Date.now();
       x.version = resolveVersion(req.headers["service-version"] as string | undefined, identity.api_version);
-      const caller: Caller = { key_id: identity.key_id, org_id: identity.org_id, environment: identity.environment, scopes: identity.scopes };
+      const caller: Caller = {
+        key_id: identity.key_id,
+        org_id: identity.org_id,
+        environment: identity.environment,
+        scopes: identity.scopes,
+      };
       x.caller = caller;
       x.rate = this.limiter.hit(identity.key_id, now);
       if (!x.rate.allowed) {
@@ -318,7 +334,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const byOrg = this.orgLimiter.hit(identity.org_id, now);
       if (!byOrg.allowed) {
         x.rate = byOrg;
-        throw new ApiError("rate_limited", "Too many requests for this organization (all its keys together); slow down", { retry_after: byOrg.reset });
+        throw new ApiError("rate_limited", "Too many requests for this organization (all its keys together); slow down", {
+          retry_after: byOrg.reset,
+        });
       }
       this.usage.set(identity.key_id, { org_id: identity.org_id, at: now });
       return caller;
@@ -347,7 +365,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
           const requestId = newId("req");
           const message = `The request's headers did not arrive within ${headersTimeoutMs} ms`;
-          const payload = JSON.stringify({ error: { type: ERROR_CODES.request_timeout.type, code: "request_timeout", message, request_id: requestId } });
+          const payload = JSON.stringify({
+            error: { type: ERROR_CODES.request_timeout.type, code: "request_timeout", message, request_id: requestId },
+          });
           head = `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nRequest-Id: ${requestId}\r\nConnection: close\r\n\r\n${payload}`;
         }
         socket.write(head, () => socket.destroy());
@@ -363,7 +383,18 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       // The access log, at debug level (LOG_LEVEL=debug): one JSON line per answer, by request id.
       // Checked first: the line is not even built on the request path otherwise.
-      if (this.accessLog) this.logger.debug({ request_id: x.requestId, method: x.method, route: x.route ?? null, status, duration_ms: Math.round(ms * 100) / 100, key_id: x.caller?.key_id ?? null }, "request");
+      if (this.accessLog)
+        this.logger.debug(
+          {
+            request_id: x.requestId,
+            method: x.method,
+            route: x.route ?? null,
+            status,
+            duration_ms: Math.round(ms * 100) / 100,
+            key_id: x.caller?.key_id ?? null,
+          },
+          "request",
+        );
       const payload = JSON.stringify(body);
       const headers: OutgoingHttpHeaders = {
         "Content-Type": "application/json; charset=utf-8",
@@ -391,7 +422,10 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
     renderError(res, x, method, err) {
       if (err instanceof Replay) {
-        return this.send(res, x, err.status, err.body, { "Idempotent-Replayed": "true", ...(err.redacted !== null && { "Secret-Redacted": err.redacted }) });
+        return this.send(res, x, err.status, err.body, {
+          "Idempotent-Replayed": "true",
+          ...(err.redacted !== null && { "Secret-Redacted": err.redacted }),
+        });
       }
       let http = toHttpError(err);
       // Whatever became of it, a request whose key was revoked while it ran answers as revoked.
@@ -439,9 +473,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
 
     async readiness() {
       const available = new Set(
-        this.broker.registry
-          .getServiceList({ onlyAvailable: true, skipInternal: true })
-          .map((svc: { name: string }) => svc.name),
+        this.broker.registry.getServiceList({ onlyAvailable: true, skipInternal: true }).map((svc: { name: string }) => svc.name),
       );
       const services = Object.fromEntries(SERVICE_NAMES.map((name) => [name, available.has(name)]));
       const started = Date.now();
@@ -453,7 +485,14 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const missing = SERVICE_NAMES.filter((name) => !services[name]);
       return {
         status: ready ? 200 : 503,
-        body: { status: ready ? (missing.length > 0 ? "degraded" : "ready") : "not_ready", broker, store, store_ms: Date.now() - started, services, missing },
+        body: {
+          status: ready ? (missing.length > 0 ? "degraded" : "ready") : "not_ready",
+          broker,
+          store,
+          store_ms: Date.now() - started,
+          services,
+          missing,
+        },
       };
     },
 
@@ -467,7 +506,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
           (err: unknown) => {
             this.storeProbe.failed("store probe", err, "GET /ready answers 503");
             const e = err as { type?: unknown; data?: { reason?: unknown } } | null;
-            const reason = typeof e?.data?.reason === "string" ? e.data.reason : isErrorCode(e?.type) ? e.type : "an unexpected error (see the gateway's log)";
+            const reason =
+              typeof e?.data?.reason === "string"
+                ? e.data.reason
+                : isErrorCode(e?.type)
+                  ? e.type
+                  : "an unexpected error (see the gateway's log)";
             return `unavailable: ${reason}`;
           },
         ),
@@ -491,7 +535,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         }
       } catch (err) {
         // Kept, with its id, for the next flush; the analytics service stores a batch once.
-        if (this.meter.backlog > 10) this.logger.warn(`usage: ${this.meter.backlog} batches wait for the analytics service`, (err as Error).message);
+        if (this.meter.backlog > 10)
+          this.logger.warn(`usage: ${this.meter.backlog} batches wait for the analytics service`, (err as Error).message);
       } finally {
         this.metering = false;
       }
@@ -518,7 +563,10 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.metering = false;
     this.dashboard = dashboardServer(defaultDashboardDir());
     this.storeProbe = new FailureLog(this.logger);
-    this.identities = new IdentityCache((token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }), IDENTITY_TTL_MS);
+    this.identities = new IdentityCache(
+      (token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }),
+      IDENTITY_TTL_MS,
+    );
     this.bus = new BusGuard(busLinkOf(this.broker), () => this.identities.clear());
     this.limiter = new RateLimiter(settings.rateLimitMax, settings.rateLimitWindowMs, () => this.gatewayNodes);
     this.orgLimiter = new RateLimiter(settings.rateLimitOrgMax, settings.rateLimitWindowMs, () => this.gatewayNodes);

@@ -27,9 +27,12 @@ const UNAVAILABLE = new Set([
 ]);
 
 function fromValidation(data: unknown): HttpError {
-  const first = (Array.isArray(data) ? data[0] : undefined) as { type?: string; field?: string; message?: string; actual?: unknown } | undefined;
+  const first = (Array.isArray(data) ? data[0] : undefined) as
+    { type?: string; field?: string; message?: string; actual?: unknown } | undefined;
   if (first?.type === "objectStrict") {
-    const param = String(first.actual ?? "").split(",")[0].trim();
+    const param = String(first.actual ?? "")
+      .split(",")[0]
+      .trim();
     return { status: 400, code: "parameter_unknown", message: `Received unknown parameter: ${first.actual}`, param };
   }
   const param = first?.field || undefined;
@@ -56,7 +59,12 @@ export function toHttpError(raw: unknown): HttpError {
   }
   if (err.name === "ValidationError") return fromValidation(err.data);
   if (err.name && UNAVAILABLE.has(err.name)) {
-    return { status: 503, code: "service_unavailable", message: "A service this request needs is unavailable; retry shortly", retryAfter: 1 };
+    return {
+      status: 503,
+      code: "service_unavailable",
+      message: "A service this request needs is unavailable; retry shortly",
+      retryAfter: 1,
+    };
   }
   return { status: 500, code: "internal_error", message: "An internal error occurred; it has been logged" };
 }

@@ -90,16 +90,21 @@ export class Idempotency {
           { param: "Idempotency-Key" },
         );
       }
-      if (existing.state === "done") return { kind: "replay", status: existing.status ?? 200, body: existing.body, redacted: existing.redacted ?? null };
+      if (existing.state === "done")
+        return { kind: "replay", status: existing.status ?? 200, body: existing.body, redacted: existing.redacted ?? null };
       if (Date.parse(existing.created_at) + this.staleMs > now) {
         throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry later", {
           param: "Idempotency-Key",
           retry_after: 1,
         });
       }
-      const taken = await this.records.update(tenant, { id, state: "pending", created_at: existing.created_at }, {
-        $set: { created_at: nowIso() },
-      });
+      const taken = await this.records.update(
+        tenant,
+        { id, state: "pending", created_at: existing.created_at },
+        {
+          $set: { created_at: nowIso() },
+        },
+      );
       if (taken) return { kind: "new", id };
     }
     throw new ApiError("idempotency_key_in_use", "A request with this Idempotency-Key is still being processed; retry later", {
@@ -111,7 +116,11 @@ export class Idempotency {
   /** Keeps the answer for replays; `secretField` names the field of `data` that must not be stored. */
   async complete(tenant: Required<Tenant>, id: string, status: number, body: unknown, secretField?: string): Promise<void> {
     const kept = withoutSecret(body, secretField);
-    await this.records.update(tenant, { id, state: "pending" }, { $set: { state: "done", status, body: kept.body, redacted: kept.redacted } });
+    await this.records.update(
+      tenant,
+      { id, state: "pending" },
+      { $set: { state: "done", status, body: kept.body, redacted: kept.redacted } },
+    );
   }
 
   /** The request failed in a way worth retrying (5xx): free the key for the retry. */

@@ -78,9 +78,7 @@ const compiled = ROUTES.map((route) => ({
   pattern: new RegExp(`^${route.path.replace(/\{\w+\}/g, "([^/]+)")}/?$`),
 }));
 
-export type RouteMatch =
-  | { route: RouteDef; params: Record<string, string> }
-  | { route: undefined; allowed: HttpMethod[] };
+export type RouteMatch = { route: RouteDef; params: Record<string, string> } | { route: undefined; allowed: HttpMethod[] };
 
 /**
  * The route for a method and a path under /v1. No match at all is a 404; a path that exists for

@@ -94,10 +94,14 @@ export function checkGrantable(
   // Sandbox keys never reach live data (as Stripe's test keys never touch live mode): not even an
   // org:admin test key may mint a live key. A live org:admin key may create test keys.
   if (environment === "live" && caller.environment === "test") {
-    throw new ApiError("insufficient_scope", "A test key cannot create live keys: sandbox keys never reach live data; use a live org:admin key", {
-      param: "environment",
-      scope: ADMIN_SCOPE,
-    });
+    throw new ApiError(
+      "insufficient_scope",
+      "A test key cannot create live keys: sandbox keys never reach live data; use a live org:admin key",
+      {
+        param: "environment",
+        scope: ADMIN_SCOPE,
+      },
+    );
   }
   if (environment !== caller.environment && !caller.scopes.includes(ADMIN_SCOPE)) {
     throw new ApiError("insufficient_scope", `Creating a key for the ${environment} environment needs 'org:admin'`, {
@@ -115,7 +119,11 @@ export function checkGrantable(
 export function checkExpiry(expiresAt: string | undefined, now = Date.now(), callerExpiresAt: string | null = null): string | null {
   if (expiresAt === undefined || expiresAt === null) {
     if (callerExpiresAt !== null) {
-      throw new ApiError("parameter_invalid", `expires_at is required: your key expires at ${callerExpiresAt}, and a key it creates cannot outlive it`, { param: "expires_at" });
+      throw new ApiError(
+        "parameter_invalid",
+        `expires_at is required: your key expires at ${callerExpiresAt}, and a key it creates cannot outlive it`,
+        { param: "expires_at" },
+      );
     }
     return null;
   }
@@ -125,7 +133,11 @@ export function checkExpiry(expiresAt: string | undefined, now = Date.now(), cal
   }
   if (at <= now) throw new ApiError("parameter_invalid", "expires_at must be in the future", { param: "expires_at" });
   if (callerExpiresAt !== null && at > Date.parse(callerExpiresAt)) {
-    throw new ApiError("parameter_invalid", `expires_at must be no later than your own key's expiry (${callerExpiresAt}): a key cannot create a key that outlives it`, { param: "expires_at" });
+    throw new ApiError(
+      "parameter_invalid",
+      `expires_at must be no later than your own key's expiry (${callerExpiresAt}): a key cannot create a key that outlives it`,
+      { param: "expires_at" },
+    );
   }
   return new Date(at).toISOString();
 }
@@ -138,9 +150,13 @@ export function checkExpiry(expiresAt: string | undefined, now = Date.now(), cal
 export function checkRevocable(caller: { scopes: readonly string[] }, target: Pick<KeyDoc, "id" | "scopes">): void {
   const missing = target.scopes.find((scope) => !grants(caller.scopes, scope));
   if (missing !== undefined) {
-    throw new ApiError("insufficient_scope", `Revoking ${target.id} needs every scope it holds or 'org:admin'; your key does not hold '${missing}'`, {
-      param: "id",
-      scope: missing,
-    });
+    throw new ApiError(
+      "insufficient_scope",
+      `Revoking ${target.id} needs every scope it holds or 'org:admin'; your key does not hold '${missing}'`,
+      {
+        param: "id",
+        scope: missing,
+      },
+    );
   }
 }

@@ -25,7 +25,6 @@ export const listParams = {
 } as const;
 export type ListParams = PageParams;
 
-
 /** Internal: keys the platform issues itself (the bootstrap CLI's first keys). */
 export const issueParams = {
   org_id: { type: "string" },

@@ -28,7 +28,9 @@ interface KeysVars {
   events: Collection<EventDoc>;
 }
 interface KeysMethods {
-  insertKey(input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">): Promise<KeyView & { key: string }>;
+  insertKey(
+    input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
+  ): Promise<KeyView & { key: string }>;
 }
 
 type Ctx<P> = Context<P, CallMeta>;
@@ -49,7 +51,14 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         const own = await this.keys.get(tenantOf(ctx), caller.key_id);
         const expires_at = checkExpiry(ctx.params.expires_at, Date.now(), own?.expires_at ?? null);
         const limit = QUOTAS.active_api_keys_per_environment;
-        await checkCountQuota(this.keys, { org_id: caller.org_id, environment }, { status: "active" }, "active_api_keys_per_environment", limit, "active API keys per environment");
+        await checkCountQuota(
+          this.keys,
+          { org_id: caller.org_id, environment },
+          { status: "active" },
+          "active_api_keys_per_environment",
+          limit,
+          "active API keys per environment",
+        );
         return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at });
       },
     },
@@ -92,7 +101,15 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
             this.store,
             this.events,
             this.broker,
-            [{ op: "update", collection: this.keys, scope: tenant, filter: { id: current.id, status: "active" }, update: { $set: { status: "revoked", revoked_at } } }],
+            [
+              {
+                op: "update",
+                collection: this.keys,
+                scope: tenant,
+                filter: { id: current.id, status: "active" },
+                update: { $set: { status: "revoked", revoked_at } },
+              },
+            ],
             {
               org_id: current.org_id,
               environment: current.environment,

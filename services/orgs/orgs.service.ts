@@ -81,7 +81,10 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
         const caller = callerOf(ctx);
         const org = await this.orgs.get({ org_id: caller.org_id }, caller.org_id);
         if (!org) throw notFound("organization", caller.org_id);
-        const key = await ctx.call<{ id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null }, { id: string }>("keys.get", { id: caller.key_id });
+        const key = await ctx.call<
+          { id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null },
+          { id: string }
+        >("keys.get", { id: caller.key_id });
         return {
           object: "identity",
           org: { id: org.id, name: org.name },
@@ -143,7 +146,14 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
       async handler(ctx: Ctx<AddMemberParams>) {
         const org = await this.ownOrg(ctx);
         const at = nowIso();
-        const member: MemberDoc = { id: newId("mem"), org_id: org.id, email: ctx.params.email, role: ctx.params.role, created_at: at, updated_at: at };
+        const member: MemberDoc = {
+          id: newId("mem"),
+          org_id: org.id,
+          email: ctx.params.email,
+          role: ctx.params.role,
+          created_at: at,
+          updated_at: at,
+        };
         try {
           await this.members.insert(member);
         } catch (err) {
@@ -167,9 +177,13 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
         if (member.role === "owner" && ctx.params.role !== "owner") {
           checkOwnersLeft((await this.members.count(tenant, { role: "owner" })) - 1);
         }
-        const updated = await this.members.update(tenant, { id: member.id, role: member.role }, {
-          $set: { role: ctx.params.role, updated_at: nowIso() },
-        });
+        const updated = await this.members.update(
+          tenant,
+          { id: member.id, role: member.role },
+          {
+            $set: { role: ctx.params.role, updated_at: nowIso() },
+          },
+        );
         if (!updated) throw new ApiError("invalid_state", "The member changed meanwhile; retry", { param: "role" });
         return memberView(updated);
       },

@@ -14,7 +14,13 @@ export interface Outcome {
  * to 10 % jitter, so receivers that fail together are not retried together) until the series'
  * fifth attempt, after which the delivery has failed.
  */
-export function outcomeOf(delivery: Pick<DeliveryDoc, "attempts" | "series_start">, attempt: Attempt, delays: readonly number[], nowMs: number, random = Math.random()): Outcome {
+export function outcomeOf(
+  delivery: Pick<DeliveryDoc, "attempts" | "series_start">,
+  attempt: Attempt,
+  delays: readonly number[],
+  nowMs: number,
+  random = Math.random(),
+): Outcome {
   const ok = attempt.status_code !== null && attempt.status_code >= 200 && attempt.status_code < 300;
   if (ok) return { status: "succeeded", dueAt: null };
   const inSeries = delivery.attempts.length + 1 - delivery.series_start;

@@ -99,7 +99,9 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     /** Wake-up for a delivery due now (a redelivery). */
     [DELIVERY_DUE]: {
       handler(ctx: Context<{ id: string }>) {
-        this.claim(ctx.params.id).catch((err: unknown) => this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"));
+        this.claim(ctx.params.id).catch((err: unknown) =>
+          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
+        );
       },
     },
   },
@@ -133,7 +135,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         for (const target of targets) {
           if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
           // Created already claimed by this node: the first attempt needs no separate claim.
-          const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, { dueAt: now + this.leaseMs(), lease: randomUUID() });
+          const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, {
+            dueAt: now + this.leaseMs(),
+            lease: randomUUID(),
+          });
           inserts.push(
             this.deliveries.insert(delivery).then(
               () => {
@@ -159,7 +164,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       if (this.stopping) return;
       // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
       if (delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
-        const renewed = await this.deliveries.update(ALL_TENANTS, { id: delivery.id, lease: delivery.lease }, { $set: { due_at: Date.now() + this.leaseMs() } });
+        const renewed = await this.deliveries.update(
+          ALL_TENANTS,
+          { id: delivery.id, lease: delivery.lease },
+          { $set: { due_at: Date.now() + this.leaseMs() } },
+        );
         if (!renewed) return;
         job.delivery = renewed as Claimed;
       }
@@ -171,7 +180,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       job.target = target;
       if (target.status !== "enabled") {
         const at = new Date().toISOString();
-        return this.settle(job, { number: delivery.attempts.length + 1, at, status_code: null, duration_ms: 0, error: "not sent: the webhook is disabled" }, "failed");
+        return this.settle(
+          job,
+          { number: delivery.attempts.length + 1, at, status_code: null, duration_ms: 0, error: "not sent: the webhook is disabled" },
+          "failed",
+        );
       }
       let payload = job.payload;
       if (!payload) {
@@ -211,7 +224,13 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       if (outcome.dueAt !== null) {
         const wait = outcome.dueAt - now;
         if (wait <= LOCAL_TIMER_MAX_MS) {
-          this.later(() => this.claim(delivery.id).catch((err: unknown) => this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers")), wait);
+          this.later(
+            () =>
+              this.claim(delivery.id).catch((err: unknown) =>
+                this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
+              ),
+            wait,
+          );
         }
         return;
       }
@@ -281,7 +300,12 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const days = settingsOf(this.broker).eventRetentionDays;
       // By creation (ids sort by time); a pending delivery (retrying, or redelivered) stays until it settles.
       return prune(
-        { collection: this.deliveries, field: "id", before: firstIdAt("del", retentionCutoff(days, now)), removable: { status: { $in: ["succeeded", "failed"] } } },
+        {
+          collection: this.deliveries,
+          field: "id",
+          before: firstIdAt("del", retentionCutoff(days, now)),
+          removable: { status: { $in: ["succeeded", "failed"] } },
+        },
         control,
       );
     },
@@ -333,7 +357,13 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     const queued = this.lanes.takeQueued();
     await Promise.all(
       queued.map((job) =>
-        this.deliveries.update(ALL_TENANTS, { id: job.delivery.id, lease: job.delivery.lease }, { $set: { due_at: Date.now() }, $unset: { lease: true } }).catch(() => null),
+        this.deliveries
+          .update(
+            ALL_TENANTS,
+            { id: job.delivery.id, lease: job.delivery.lease },
+            { $set: { due_at: Date.now() }, $unset: { lease: true } },
+          )
+          .catch(() => null),
       ),
     );
     await this.lanes.idle();

@@ -23,7 +23,6 @@ export interface ListParams extends PageParams {
   status?: "enabled" | "disabled";
 }
 
-
 export const updateParams = {
   $$strict: true,
   id,

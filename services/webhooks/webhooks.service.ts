@@ -205,9 +205,12 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         const delivery = await this.deliveries.findOne(tenant, { id: ctx.params.delivery_id, webhook_id: webhook.id });
         if (!delivery) throw notFound("delivery", ctx.params.delivery_id);
         if (webhook.status !== "enabled") {
-          throw new ApiError("invalid_state", "The webhook is disabled; enable it (PATCH status: enabled) before redelivering", { param: "id" });
+          throw new ApiError("invalid_state", "The webhook is disabled; enable it (PATCH status: enabled) before redelivering", {
+            param: "id",
+          });
         }
-        if (delivery.status === "pending") throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });
+        if (delivery.status === "pending")
+          throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });
         const now = Date.now();
         // From the settled status read, so the right settled count is taken back below.
         const updated = await this.deliveries.update(
@@ -224,11 +227,15 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
             $unset: { lease: true },
           },
         );
-        if (!updated) throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", { param: "delivery_id" });
+        if (!updated)
+          throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", {
+            param: "delivery_id",
+          });
         // Pending again: out of its settled count in analytics (see shared/outcomes.ts). The
         // redelivery stands if that write fails; the count is then one off, and logged.
-        await Promise.all(webhookRowsOf(delivery).map((row) => this.outcomes.increment(row, { [delivery.status]: -1 }))).catch((err: unknown) =>
-          this.logger.warn(`delivery ${delivery.id}: redelivered, but its settled count in analytics could not be taken back`, err),
+        await Promise.all(webhookRowsOf(delivery).map((row) => this.outcomes.increment(row, { [delivery.status]: -1 }))).catch(
+          (err: unknown) =>
+            this.logger.warn(`delivery ${delivery.id}: redelivered, but its settled count in analytics could not be taken back`, err),
         );
         // A lost wake-up only delays the attempt until a dispatcher's next poll.
         this.broker.emit(DELIVERY_DUE, { id: updated.id }).catch(() => undefined);
@@ -267,7 +274,11 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
       async handler(ctx: Context<OutcomeParams>): Promise<void> {
         const tenant = { org_id: ctx.params.org_id };
         if (ctx.params.ok) {
-          await this.webhooks.update(tenant, { id: ctx.params.id, consecutive_failures: { $gt: 0 } }, { $set: { consecutive_failures: 0 } });
+          await this.webhooks.update(
+            tenant,
+            { id: ctx.params.id, consecutive_failures: { $gt: 0 } },
+            { $set: { consecutive_failures: 0 } },
+          );
           return;
         }
         const counted = await this.webhooks.update(tenant, { id: ctx.params.id }, { $inc: { consecutive_failures: 1 } });
@@ -278,8 +289,22 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
           this.store,
           this.events,
           this.broker,
-          [{ op: "update", collection: this.webhooks, scope: tenant, filter: { id: counted.id, status: "enabled" }, update: { $set: { status: "disabled", disabled_reason: reason, updated_at: nowIso() } } }],
-          { org_id: counted.org_id, environment: counted.environment, type: "webhook.disabled", data: { webhook_id: counted.id, reason }, source: "webhooks" },
+          [
+            {
+              op: "update",
+              collection: this.webhooks,
+              scope: tenant,
+              filter: { id: counted.id, status: "enabled" },
+              update: { $set: { status: "disabled", disabled_reason: reason, updated_at: nowIso() } },
+            },
+          ],
+          {
+            org_id: counted.org_id,
+            environment: counted.environment,
+            type: "webhook.disabled",
+            data: { webhook_id: counted.id, reason },
+            source: "webhooks",
+          },
         );
       },
     },

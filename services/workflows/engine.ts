@@ -183,7 +183,9 @@ export class RunEngine {
         ...set,
         rev: run.rev + 1,
         updated_at: iso(now),
-        ...(release ? release.dueAt !== null && { due_at: release.dueAt } : { due_at: now + leaseFor(run.definition[next], this.leaseMarginMs) }),
+        ...(release
+          ? release.dueAt !== null && { due_at: release.dueAt }
+          : { due_at: now + leaseFor(run.definition[next], this.leaseMarginMs) }),
       },
       ...(Object.keys(unset).length > 0 && { $unset: unset }),
     };
@@ -227,7 +229,10 @@ export class RunEngine {
   private async giveUp(run: Claimed): Promise<Claimed | null> {
     const tries = `in ${MAX_STALLS} tries in a row`;
     const dropped = run.outbox;
-    if (dropped.length > 0) this.o.logger.error(`run ${run.id}: events it could not publish ${tries} are dropped: ${dropped.map((e) => `${e.type} ${e.id}`).join(", ")}`);
+    if (dropped.length > 0)
+      this.o.logger.error(
+        `run ${run.id}: events it could not publish ${tries} are dropped: ${dropped.map((e) => `${e.type} ${e.id}`).join(", ")}`,
+      );
     const lost = dropped.find((e) => e.type !== "workflow.completed" && e.type !== "approval.requested");
     const culprit = lost ? run.steps.findIndex((s) => (s.output as { event_id?: unknown } | null)?.event_id === lost.id) : -1;
     const step = run.definition[run.cursor];
@@ -299,7 +304,18 @@ export class RunEngine {
           this.later(run.id, step.duration_ms);
           return null;
         }
-        return this.save(run, this.ending(run, { status: "running", cursor: run.cursor + 1, steps: put({ status: "succeeded", output: { waited_ms: step.duration_ms }, finished_at: at }) }, at));
+        return this.save(
+          run,
+          this.ending(
+            run,
+            {
+              status: "running",
+              cursor: run.cursor + 1,
+              steps: put({ status: "succeeded", output: { waited_ms: step.duration_ms }, finished_at: at }),
+            },
+            at,
+          ),
+        );
       }
       case "approval": {
         const message = step.message === null ? null : render(step.message, scopeOf(run));
@@ -330,7 +346,12 @@ export class RunEngine {
         if (run.status !== "running" || state.status !== "running") {
           // Shown as running before the request leaves (a crash then repeats the attempt). Not
           // progress: a request whose answer is never stored counts towards MAX_STALLS.
-          return this.save(run, { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) }, undefined, false);
+          return this.save(
+            run,
+            { status: "running", steps: put({ status: "running", started_at: state.started_at ?? at }) },
+            undefined,
+            false,
+          );
         }
         const result = await this.call(step, run);
         // Within the step's and the run's bounds on stored outputs (see outputs.ts).
@@ -338,7 +359,17 @@ export class RunEngine {
         const attempts = state.attempts + 1;
         const done = iso(Date.now());
         if (result.ok) {
-          return this.save(run, this.ending(run, { cursor: run.cursor + 1, steps: put({ status: "succeeded", output: result.output, error: null, attempts, finished_at: done }) }, done));
+          return this.save(
+            run,
+            this.ending(
+              run,
+              {
+                cursor: run.cursor + 1,
+                steps: put({ status: "succeeded", output: result.output, error: null, attempts, finished_at: done }),
+              },
+              done,
+            ),
+          );
         }
         if (attempts <= step.retries) {
           const wait = retryDelay(this.o.retryBaseMs, attempts);
@@ -363,11 +394,19 @@ export class RunEngine {
     }
     const headers = render(step.headers, scope) as Record<string, string>;
     const rendered = step.body === null ? undefined : render(step.body, scope);
-    const body = rendered === undefined || rendered === null ? undefined : typeof rendered === "string" ? rendered : JSON.stringify(rendered);
+    const body =
+      rendered === undefined || rendered === null ? undefined : typeof rendered === "string" ? rendered : JSON.stringify(rendered);
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
-    if (body !== undefined && !lower["content-type"]) lower["content-type"] = typeof rendered === "string" ? "text/plain" : "application/json";
+    if (body !== undefined && !lower["content-type"])
+      lower["content-type"] = typeof rendered === "string" ? "text/plain" : "application/json";
     lower["user-agent"] ??= "wfp-workflows/1";
-    const res = await outbound(this.agent, url, { method: step.method, headers: lower, body, timeoutMs: step.timeout_ms, keep: ANSWER_LIMIT });
+    const res = await outbound(this.agent, url, {
+      method: step.method,
+      headers: lower,
+      body,
+      timeoutMs: step.timeout_ms,
+      keep: ANSWER_LIMIT,
+    });
     if (!res.answered) return { ok: false, output: null, error: res.error };
     let parsed: unknown = res.text;
     let refused: string | null = null;

@@ -55,7 +55,10 @@ export function previewOf(text: string): string {
 }
 
 const httpAnswer = (output: unknown): output is { status_code: number; body: unknown } =>
-  output !== null && typeof output === "object" && typeof (output as { status_code?: unknown }).status_code === "number" && "body" in output;
+  output !== null &&
+  typeof output === "object" &&
+  typeof (output as { status_code?: unknown }).status_code === "number" &&
+  "body" in output;
 
 /** The marker for an `http` answer whose body (`text` as received, `bytes` long) was not kept whole. */
 export const cutAnswer = (statusCode: number, text: string, bytes: number): TruncatedOutput => ({

@@ -67,7 +67,10 @@ export interface RunDoc extends Doc {
   chain_root?: string;
 }
 
-export type RunView = Omit<RunDoc, "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth" | "chain_root">;
+export type RunView = Omit<
+  RunDoc,
+  "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth" | "chain_root"
+>;
 
 export const runView = ({
   org_id: _o,
@@ -87,7 +90,14 @@ export const runView = ({
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
 
-export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, trigger: RunTrigger, nowMs: number, chainDepth = 0, chainRoot?: string): RunDoc {
+export function newRun(
+  workflow: WorkflowDoc,
+  input: Record<string, unknown>,
+  trigger: RunTrigger,
+  nowMs: number,
+  chainDepth = 0,
+  chainRoot?: string,
+): RunDoc {
   const at = new Date(nowMs).toISOString();
   return {
     id: newId("run"),
@@ -97,7 +107,16 @@ export function newRun(workflow: WorkflowDoc, input: Record<string, unknown>, tr
     workflow_version: workflow.version,
     status: "queued",
     input,
-    steps: workflow.steps.map((s) => ({ id: s.id, type: s.type, status: "pending", output: null, error: null, attempts: 0, started_at: null, finished_at: null })),
+    steps: workflow.steps.map((s) => ({
+      id: s.id,
+      type: s.type,
+      status: "pending",
+      output: null,
+      error: null,
+      attempts: 0,
+      started_at: null,
+      finished_at: null,
+    })),
     trigger,
     created_at: at,
     updated_at: at,
@@ -124,10 +143,18 @@ export const completedEvent = (run: Pick<RunDoc, "workflow_id" | "id">, status: 
  * The run ended (`failed` or `cancelled` at the current step, or `succeeded`): the current step
  * takes `stepStatus`, the steps after it are skipped, and `workflow.completed` is queued.
  */
-export function finish(run: RunDoc, status: "succeeded" | "failed" | "cancelled", at: string, stepStatus?: StepStatus, error?: string): Partial<RunDoc> {
+export function finish(
+  run: RunDoc,
+  status: "succeeded" | "failed" | "cancelled",
+  at: string,
+  stepStatus?: StepStatus,
+  error?: string,
+): Partial<RunDoc> {
   const steps = run.steps.map((s, i) => {
-    if (i === run.cursor && stepStatus) return { ...s, status: stepStatus, error: error ?? s.error, finished_at: at, started_at: s.started_at ?? at };
-    if (i >= run.cursor && (s.status === "pending" || s.status === "running" || s.status === "waiting")) return { ...s, status: "skipped" as const };
+    if (i === run.cursor && stepStatus)
+      return { ...s, status: stepStatus, error: error ?? s.error, finished_at: at, started_at: s.started_at ?? at };
+    if (i >= run.cursor && (s.status === "pending" || s.status === "running" || s.status === "waiting"))
+      return { ...s, status: "skipped" as const };
     return s;
   });
   return { status, steps, finished_at: at, outbox: [...run.outbox, completedEvent(run, status)] };

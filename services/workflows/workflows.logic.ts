@@ -73,11 +73,14 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? 
 
 /** The trigger, checked: manual, or an event type (a custom type, or one the platform emits). */
 export function checkTrigger(raw: unknown): Trigger {
-  if (!isObject(raw)) throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
+  if (!isObject(raw))
+    throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
   const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type");
-  if (unknown !== undefined) throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
+  if (unknown !== undefined)
+    throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
   if (raw.type === "manual") {
-    if (raw.event_type !== undefined) throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
+    if (raw.event_type !== undefined)
+      throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
   }
   if (raw.type !== "event") throw invalidParam("trigger.type", "trigger.type must be 'manual' or 'event'");
@@ -153,7 +156,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
   if (!Array.isArray(raw) || raw.length < 1 || raw.length > MAX_STEPS) {
     throw invalidParam("steps", `steps must be a list of 1 to ${MAX_STEPS} steps`);
   }
-  if (jsonBytes(raw) > 4 * STEP_VALUE_MAX_BYTES) throw invalidParam("steps", `the steps are over ${4 * STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  if (jsonBytes(raw) > 4 * STEP_VALUE_MAX_BYTES)
+    throw invalidParam("steps", `the steps are over ${4 * STEP_VALUE_MAX_BYTES} bytes as JSON`);
   const earlier = new Set<string>();
   const steps: Step[] = [];
   for (const [index, item] of raw.entries()) {
@@ -168,7 +172,11 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     if (!STEP_TYPES.includes(type)) throw fault.error("type", `type must be one of ${STEP_TYPES.join(", ")}`);
     const extra = Object.keys(item).find((k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k));
     if (extra !== undefined) {
-      throw fault.error(formatPath([extra]), `a ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`, "parameter_unknown");
+      throw fault.error(
+        formatPath([extra]),
+        `a ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`,
+        "parameter_unknown",
+      );
     }
     for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier);
     steps.push(await checkStep(fault, id, type, item, rules));
@@ -181,7 +189,8 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
   switch (type) {
     case "http": {
       const method = item.method ?? "POST";
-      if (!HTTP_METHODS.includes(method as HttpStep["method"])) throw fault.error("method", `method must be one of ${HTTP_METHODS.join(", ")}`);
+      if (!HTTP_METHODS.includes(method as HttpStep["method"]))
+        throw fault.error("method", `method must be one of ${HTTP_METHODS.join(", ")}`);
       if (typeof item.url !== "string" || item.url.length === 0 || item.url.length > 2048) {
         throw fault.error("url", "url must be an absolute URL of at most 2048 characters");
       }
@@ -227,7 +236,8 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
       if (typeof eventType !== "string" || !EVENT_TYPE_PATTERN.test(eventType)) {
         throw fault.error("event_type", "event_type must be an event type such as 'order.shipped'");
       }
-      if (isReservedType(eventType)) throw fault.error("event_type", `'${eventType}' is a system event type; workflows emit custom types only`);
+      if (isReservedType(eventType))
+        throw fault.error("event_type", `'${eventType}' is a system event type; workflows emit custom types only`);
       const data = item.data ?? {};
       if (!isObject(data)) throw fault.error("data", "data must be an object");
       if (jsonBytes(data) > STEP_VALUE_MAX_BYTES) throw fault.error("data", `data is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);

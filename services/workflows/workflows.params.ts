@@ -28,7 +28,6 @@ export interface ListParams extends PageParams {
   trigger_event_type?: string;
 }
 
-
 export const updateParams = {
   $$strict: true,
   id,

@@ -7,7 +7,16 @@ import { newId, nowIso } from "../../shared/ids";
 import { runOutcomesCollection, runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, RUN_RETENTION_INDEXES, RUNS_COLLECTION, type PruneControl } from "../../shared/retention";
+import {
+  DAY_MS,
+  FINISHED_RUN_STATUSES,
+  prune,
+  Pruner,
+  retentionCutoff,
+  RUN_RETENTION_INDEXES,
+  RUNS_COLLECTION,
+  type PruneControl,
+} from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Doc, Environment, Filter, Store, Tenant } from "../../shared/storage/types";
@@ -182,9 +191,11 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         const tenant = tenantOf(ctx);
         const workflow = await this.workflows.get(tenant, ctx.params.id);
         if (!workflow) throw notFound("workflow", ctx.params.id);
-        if (workflow.status !== "active") throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        if (workflow.status !== "active")
+          throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
         const input = ctx.params.input ?? {};
-        if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES) throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
+        if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
+          throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
         const now = Date.now();
         const run = newRun(workflow, input, { type: "manual" }, now);
         // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
@@ -192,11 +203,15 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         const limit = settingsOf(this.broker).runStartsPerMinute;
         const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
         if (!(await this.startCounted(tenant, budget, run))) {
-          throw new ApiError("rate_limited", `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`, {
-            quota: "runs_started_per_minute",
-            limit,
-            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
-          });
+          throw new ApiError(
+            "rate_limited",
+            `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
+            {
+              quota: "runs_started_per_minute",
+              limit,
+              retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+            },
+          );
         }
         // A lost wake-up only delays the run until a node's next poll.
         this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
@@ -284,7 +299,8 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
           if (TERMINAL.has(run.status)) throw new ApiError("invalid_state", `The run has ended (${run.status})`, { param: "run_id" });
           set = finish(run, "cancelled", at, "cancelled");
         } else {
-          const waiting = run.status === "waiting" && run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting";
+          const waiting =
+            run.status === "waiting" && run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting";
           if (!waiting) throw new ApiError("invalid_state", `The run is not waiting for approval (${run.status})`, { param: "run_id" });
           const steps = [...run.steps];
           if (kind === "approve") {
@@ -327,14 +343,25 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
             });
           if (targets.length === 0) return;
           const root = event.chain_root ?? event.id;
-          const budget = { id: root, limit: QUOTAS.runs_per_event_chain, expiresAt: now + settingsOf(this.broker).eventRetentionDays * DAY_MS };
+          const budget = {
+            id: root,
+            limit: QUOTAS.runs_per_event_chain,
+            expiresAt: now + settingsOf(this.broker).eventRetentionDays * DAY_MS,
+          };
           try {
             // A root event opens its chain's budget once; later links find it (or reopen it when pruned).
             if (event.chain_root === undefined) await this.openBudget(tenant, root, budget.expiresAt);
             await Promise.all(
               targets.map(async (wf) => {
                 const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
-                const run = newRun(wf, input, { type: "event", event_id: event.id, event_type: event.type }, now, (event.chain_depth ?? 0) + 1, root);
+                const run = newRun(
+                  wf,
+                  input,
+                  { type: "event", event_id: event.id, event_type: event.type },
+                  now,
+                  (event.chain_depth ?? 0) + 1,
+                  root,
+                );
                 try {
                   if (await this.startCounted(tenant, budget, run)) started.push(run.id);
                   else await this.chainLimited(tenant, root, event, wf.id);
@@ -387,7 +414,15 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         this.store,
         this.events,
         this.broker,
-        [{ op: "update", collection: this.budgets, scope: tenant, filter: { id: root, limited_at: { $exists: false } }, update: { $set: { limited_at: nowIso() } } }],
+        [
+          {
+            op: "update",
+            collection: this.budgets,
+            scope: tenant,
+            filter: { id: root, limited_at: { $exists: false } },
+            update: { $set: { limited_at: nowIso() } },
+          },
+        ],
         {
           ...tenant,
           type: "workflow.chain_limited",
@@ -403,7 +438,10 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       const days = settingsOf(this.broker).eventRetentionDays;
       // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
       const before = new Date(retentionCutoff(days, now)).toISOString();
-      const runs = await prune({ collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } }, control);
+      const runs = await prune(
+        { collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } },
+        control,
+      );
       // Budgets past their time go too (not counted: the answer is runs).
       await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
       return runs;

@@ -1,7 +1,19 @@
 import mongoose, { Schema, type ClientSession, type Connection, type Model } from "mongoose";
 import { ApiError, DuplicateKeyError } from "../errors";
 import { checkUpdate, scoped } from "./scope";
-import { COLLECTION_NAME, type AtomicWrite, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
+import {
+  COLLECTION_NAME,
+  type AtomicWrite,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Page,
+  type Scope,
+  type Store,
+  type Update,
+} from "./types";
 
 type Raw = Record<string, unknown>;
 
@@ -16,12 +28,14 @@ type Raw = Record<string, unknown>;
 const SPECIAL_KEY = /[%.$\u0000]/g;
 const encodeKey = (key: string): string =>
   key === "__proto__" ? "%5F_proto__" : key.replace(SPECIAL_KEY, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase()}`);
-const decodeKey = (key: string): string => key.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+const decodeKey = (key: string): string =>
+  key.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 
 /** A copy of `value` with every object key passed through `rename` (own properties defined, never assigned). */
 function renameKeys(value: unknown, rename: (key: string) => string, needed: (key: string) => boolean): unknown {
   if (Array.isArray(value)) return value.map((v) => renameKeys(v, rename, needed));
-  if (value === null || typeof value !== "object" || value instanceof Date || (value as { _bsontype?: unknown })._bsontype !== undefined) return value;
+  if (value === null || typeof value !== "object" || value instanceof Date || (value as { _bsontype?: unknown })._bsontype !== undefined)
+    return value;
   const out: Raw = {};
   for (const key of Object.keys(value)) {
     const v = renameKeys((value as Raw)[key], rename, needed);
@@ -45,7 +59,10 @@ function encodeUpdate(update: Update): Update {
 function unavailable(err: unknown): never {
   const name = (err as { name?: string } | null)?.name ?? "";
   if (/^Mongo(Network|ServerSelection|NotPrimary|WriteConcern|Timeout)|^MongoPoolCleared/.test(name)) {
-    throw new ApiError("storage_unavailable", "The store could not complete the operation (MongoDB is unreachable); retry later", { retry_after: 1, reason: "MongoDB is unreachable" });
+    throw new ApiError("storage_unavailable", "The store could not complete the operation (MongoDB is unreachable); retry later", {
+      retry_after: 1,
+      reason: "MongoDB is unreachable",
+    });
   }
   throw err;
 }
@@ -149,7 +166,8 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
   }
 
   count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
-    if (options.limit !== undefined) return this.run(() => this.model.collection.countDocuments(scoped(scope, filter), { limit: options.limit }));
+    if (options.limit !== undefined)
+      return this.run(() => this.model.collection.countDocuments(scoped(scope, filter), { limit: options.limit }));
     return this.run(() => this.model.countDocuments(scoped(scope, filter)).exec());
   }
 
@@ -177,7 +195,9 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
   }
 
   delete(scope: Scope, filter: Filter): Promise<T | null> {
-    return this.run(async () => decodeDoc(await this.model.findOneAndDelete(scoped(scope, filter), { projection: WITHOUT_ID }).lean<T>().exec()));
+    return this.run(async () =>
+      decodeDoc(await this.model.findOneAndDelete(scoped(scope, filter), { projection: WITHOUT_ID }).lean<T>().exec()),
+    );
   }
 
   deleteMany(scope: Scope, filter: Filter): Promise<number> {
@@ -247,7 +267,10 @@ export class MongooseStore implements Store {
       // (whatever mongoose's global default) keeps every filter field, which a strict query would
       // silently drop, widening an update to any document. Indexes are created by the collection
       // before its first operation, not in the background (autoIndex), so a failure surfaces there.
-      const schema = new Schema({}, { strict: false, strictQuery: false, versionKey: false, collection: name, autoIndex: false, id: false });
+      const schema = new Schema(
+        {},
+        { strict: false, strictQuery: false, versionKey: false, collection: name, autoIndex: false, id: false },
+      );
       col = new MongooseCollection<T>(name, this.conn.model<Raw>(name, schema), this.connected, indexes);
       this.collections.set(name, col);
     } else {
@@ -297,7 +320,9 @@ export class MongooseStore implements Store {
   async probe(): Promise<void> {
     try {
       await this.connected();
-      await this.conn.collection<{ _id: string; at: Date }>("_probe").updateOne({ _id: "probe" }, { $set: { at: new Date() } }, { upsert: true });
+      await this.conn
+        .collection<{ _id: string; at: Date }>("_probe")
+        .updateOne({ _id: "probe" }, { $set: { at: new Date() } }, { upsert: true });
     } catch (err) {
       unavailable(err);
     }

@@ -10,7 +10,8 @@ const TOP_LEVEL = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const BUILT_IN: Record<string, string> = { id: "id", org_id: "org_id", environment: "env" };
 
 /** A value a field column holds: a string or a number SQLite gives back exactly. Anything else stays in `doc`. */
-export const columnValue = (v: unknown): v is string | number => typeof v === "string" || (typeof v === "number" && Number.isFinite(v) && (Number.isSafeInteger(v) || !Number.isInteger(v)));
+export const columnValue = (v: unknown): v is string | number =>
+  typeof v === "string" || (typeof v === "number" && Number.isFinite(v) && (Number.isSafeInteger(v) || !Number.isInteger(v)));
 
 export interface Sql {
   where: string[];
@@ -69,7 +70,8 @@ export class Layout {
       if (value === null) return `${BUILT_IN[path]} IS NULL`;
       if (typeof value === "boolean") return "0";
     }
-    if (value === null) return this.set.has(path) ? `(${this.expr(path)} IS NULL AND json_extract(doc, '$.${path}') IS NULL)` : `${this.expr(path)} IS NULL`;
+    if (value === null)
+      return this.set.has(path) ? `(${this.expr(path)} IS NULL AND json_extract(doc, '$.${path}') IS NULL)` : `${this.expr(path)} IS NULL`;
     if (typeof value === "boolean") return `${this.jsonType(path)} = '${value}'`;
     sql.params.push(scalar(path, value));
     return `${this.expr(path)} = ?`;

@@ -177,7 +177,6 @@ export class Writer {
   }
 }
 
-
 /** Starts the checkpoint thread of the database `file` (see CHECKPOINT_MS); it never keeps the process alive. */
 export function startCheckpointer(file: string): Worker {
   const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, everyMs: CHECKPOINT_MS, restartBytes: WAL_RESTART_BYTES } });

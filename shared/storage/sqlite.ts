@@ -7,7 +7,19 @@ import { checkUpdate } from "./scope";
 import { columnValue, Layout, whereOf, type Row } from "./sqlite-layout";
 import { BUSY_GIVE_UP_MS, isBusy, primaryCode, SQLITE_CONSTRAINT, startCheckpointer, storageUnavailable, Writer } from "./sqlite-writer";
 import { applyUpdate } from "./update";
-import { COLLECTION_NAME, type AtomicWrite, type Collection, type Doc, type Filter, type FindOptions, type IndexSpec, type Page, type Scope, type Store, type Update } from "./types";
+import {
+  COLLECTION_NAME,
+  type AtomicWrite,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Page,
+  type Scope,
+  type Store,
+  type Update,
+} from "./types";
 
 /** The database file under DATA_DIR; SQLite keeps `-wal` and `-shm` beside it. */
 export const DATABASE_FILE = "store.db";
@@ -46,7 +58,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   /** An index's name says what it is built on, so one on a field that became a column is a new index. */
   private indexName(index: IndexSpec): string {
-    const parts = Object.entries(index.fields).map(([f, d]) => `${f.replace(/\./g, "_")}${this.layout.has(f) ? "_c" : ""}${d < 0 ? "_desc" : ""}`);
+    const parts = Object.entries(index.fields).map(
+      ([f, d]) => `${f.replace(/\./g, "_")}${this.layout.has(f) ? "_c" : ""}${d < 0 ? "_desc" : ""}`,
+    );
     return `${this.name}__${parts.join("__")}${index.unique ? "__u" : ""}${index.sparse ? "__s" : ""}`;
   }
 
@@ -61,7 +75,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
       this.applying ??= this.store.writer
         .submit(() => {
           const db = this.store.db;
-          db.exec(`CREATE TABLE IF NOT EXISTS ${this.table} (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, org_id TEXT, env TEXT, doc TEXT NOT NULL)`);
+          db.exec(
+            `CREATE TABLE IF NOT EXISTS ${this.table} (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, org_id TEXT, env TEXT, doc TEXT NOT NULL)`,
+          );
           this.refresh(true);
           const existing = new Set((db.prepare(`PRAGMA table_info(${this.table})`).all() as { name: string }[]).map((c) => c.name));
           for (const field of this.layout.fields) {
@@ -74,7 +90,9 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
           for (const index of this.indexes.values()) {
             const name = this.indexName(index);
             if (index.unique) this.uniqueFields.set(name, Object.keys(index.fields));
-            const columns = Object.entries(index.fields).map(([f, d]) => `${this.layout.expr(f)}${d < 0 ? " DESC" : ""}`).join(", ");
+            const columns = Object.entries(index.fields)
+              .map(([f, d]) => `${this.layout.expr(f)}${d < 0 ? " DESC" : ""}`)
+              .join(", ");
             const partial = index.sparse ? ` WHERE ${this.layout.expr(Object.keys(index.fields)[0])} IS NOT NULL` : "";
             db.exec(`CREATE ${index.unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS "${name}" ON ${this.table} (${columns})${partial}`);
           }
@@ -112,7 +130,11 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     const message = (err as Error).message;
     // An index on expressions is named ("index 'x'"); one on columns lists them ("t.org_id, t.c_email").
     const index = /index '([^']+)'/.exec(message)?.[1];
-    const columns = /failed: (.*)$/.exec(message)?.[1].split(", ").map((c) => c.slice(c.indexOf(".") + 1)) ?? [];
+    const columns =
+      /failed: (.*)$/
+        .exec(message)?.[1]
+        .split(", ")
+        .map((c) => c.slice(c.indexOf(".") + 1)) ?? [];
     const byColumn = (c: string) => (c === "env" ? "environment" : c.startsWith("c_") ? c.slice(2) : c);
     const fields = index ? (this.uniqueFields.get(index) ?? []) : columns.map(byColumn);
     throw new DuplicateKeyError(this.name, fields);
@@ -220,7 +242,10 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     if (changes.size > 0) {
       const fields = [...changes.keys()];
       try {
-        this.stmt(`UPDATE ${this.table} SET ${fields.map((f) => `"c_${f}" = ?`).join(", ")} WHERE rid = ?`).run(...changes.values(), row.rid);
+        this.stmt(`UPDATE ${this.table} SET ${fields.map((f) => `"c_${f}" = ?`).join(", ")} WHERE rid = ?`).run(
+          ...changes.values(),
+          row.rid,
+        );
       } catch (err) {
         this.duplicate(err);
       }
@@ -343,7 +368,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     // Read and write in one transaction of the writer, which holds the file's write lock: atomic
     // across processes.
     await this.write(() => {
-      const row = this.stmt(`SELECT * FROM ${this.table} WHERE id = ?`).get(doc.id) as (Row & { org_id: string | null; env: string | null }) | undefined;
+      const row = this.stmt(`SELECT * FROM ${this.table} WHERE id = ?`).get(doc.id) as
+        (Row & { org_id: string | null; env: string | null }) | undefined;
       if (!row) return this.insertRow(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
       if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
       this.updateRow(row, { $inc: inc }, false);
@@ -517,4 +543,3 @@ export class SqliteStore implements Store {
     return this.closing;
   }
 }
-

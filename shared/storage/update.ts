@@ -8,7 +8,8 @@ const SEGMENT = /^[A-Za-z_][A-Za-z0-9_]*$|^\d+$/;
 
 function segments(path: string): string[] {
   const parts = path.split(".");
-  if (!parts.every((p) => SEGMENT.test(p) && p !== "__proto__")) throw new ApiError("internal_error", `storage: '${path}' is not a field path`);
+  if (!parts.every((p) => SEGMENT.test(p) && p !== "__proto__"))
+    throw new ApiError("internal_error", `storage: '${path}' is not a field path`);
   return parts;
 }
 

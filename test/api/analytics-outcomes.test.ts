@@ -2,7 +2,11 @@ import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
 // Retries an hour apart: a failing endpoint's deliveries stay pending for the whole suite.
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_MS: "3000", WEBHOOK_RETRY_DELAYS_MS: "3600000,3600000,3600000,3600000" });
+const suite = usePlatform({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WEBHOOK_TIMEOUT_MS: "3000",
+  WEBHOOK_RETRY_DELAYS_MS: "3600000,3600000,3600000,3600000",
+});
 let rx: Receiver;
 beforeAll(async () => {
   rx = await startReceiver();
@@ -35,7 +39,8 @@ describe("GET /analytics/webhooks", () => {
     rx.setSecret("/good", good.secret);
     failing = (await api(suite.p.baseUrl, "POST", "/webhooks", { key, body: { url: rx.url("/failing"), events: ["o.tick"] } })).body.data;
     rx.behave("/failing", () => ({ status: 500 }));
-    for (let i = 0; i < 3; i++) expect((await api(suite.p.baseUrl, "POST", "/events", { key, body: { type: "o.tick", data: { i } } })).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await api(suite.p.baseUrl, "POST", "/events", { key, body: { type: "o.tick", data: { i } } })).status).toBe(201);
 
     const body = await webhookAnalytics(key, (b) => b.attempts.total >= 6);
     // Every delivery to the failing endpoint is still pending (its next attempt is an hour away)...
@@ -58,7 +63,12 @@ describe("GET /analytics/webhooks", () => {
       attempts: { total: 3, succeeded: 0, failed: 3 },
       delivery_success_rate: null,
     });
-    expect(of(body, good.id)).toMatchObject({ total: 3, by_status: { pending: 0, succeeded: 3 }, success_rate: 1, delivery_success_rate: 1 });
+    expect(of(body, good.id)).toMatchObject({
+      total: 3,
+      by_status: { pending: 0, succeeded: 3 },
+      success_rate: 1,
+      delivery_success_rate: 1,
+    });
     // Another organization, and the other environment, count nothing of it.
     expect((await webhookAnalytics(suite.globex.live, () => true)).total).toBe(0);
     expect((await webhookAnalytics(suite.acme.test, () => true)).total).toBe(0);
@@ -71,10 +81,18 @@ describe("GET /analytics/webhooks", () => {
     rx.behave("/good", () => ({ delayMs: 1500 }));
     expect((await api(suite.p.baseUrl, "POST", `/webhooks/${good.id}/deliveries/${first.id}/redeliver`, { key })).status).toBe(200);
     const during = await webhookAnalytics(key, () => true);
-    expect(of(during, good.id)).toMatchObject({ total: 3, by_status: { pending: 1, succeeded: 2, failed: 0 }, attempts: { total: 3, succeeded: 3 } });
+    expect(of(during, good.id)).toMatchObject({
+      total: 3,
+      by_status: { pending: 1, succeeded: 2, failed: 0 },
+      attempts: { total: 3, succeeded: 3 },
+    });
 
     const after = await webhookAnalytics(key, (b) => of(b, good.id).by_status.pending === 0);
-    expect(of(after, good.id)).toMatchObject({ total: 3, by_status: { pending: 0, succeeded: 3, failed: 0 }, attempts: { total: 4, succeeded: 4, failed: 0 } });
+    expect(of(after, good.id)).toMatchObject({
+      total: 3,
+      by_status: { pending: 0, succeeded: 3, failed: 0 },
+      attempts: { total: 4, succeeded: 4, failed: 0 },
+    });
     rx.behave("/good", () => ({}));
   });
 
@@ -90,14 +108,38 @@ describe("GET /analytics/webhooks", () => {
     const key = suite.acme.live;
     const now = Date.now();
     const hour = now - (now % HOUR);
-    const recent = await api(suite.p.baseUrl, "GET", `/analytics/webhooks?from=${new Date(hour - 30 * HOUR + 90_000).toISOString()}&to=${new Date(hour - 2 * HOUR + 60_000).toISOString()}`, { key });
-    expect(recent.body.data).toMatchObject({ from: new Date(hour - 30 * HOUR).toISOString(), to: new Date(hour - HOUR).toISOString(), total: 0 });
+    const recent = await api(
+      suite.p.baseUrl,
+      "GET",
+      `/analytics/webhooks?from=${new Date(hour - 30 * HOUR + 90_000).toISOString()}&to=${new Date(hour - 2 * HOUR + 60_000).toISOString()}`,
+      { key },
+    );
+    expect(recent.body.data).toMatchObject({
+      from: new Date(hour - 30 * HOUR).toISOString(),
+      to: new Date(hour - HOUR).toISOString(),
+      total: 0,
+    });
 
     const day = now - (now % DAY);
-    const old = await api(suite.p.baseUrl, "GET", `/analytics/workflows?from=${new Date(day - 120 * DAY + 5 * HOUR).toISOString()}&to=${new Date(day - 100 * DAY + 7 * HOUR).toISOString()}`, { key });
-    expect(old.body.data).toMatchObject({ from: new Date(day - 120 * DAY).toISOString(), to: new Date(day - 99 * DAY).toISOString(), total: 0, workflows: [] });
+    const old = await api(
+      suite.p.baseUrl,
+      "GET",
+      `/analytics/workflows?from=${new Date(day - 120 * DAY + 5 * HOUR).toISOString()}&to=${new Date(day - 100 * DAY + 7 * HOUR).toISOString()}`,
+      { key },
+    );
+    expect(old.body.data).toMatchObject({
+      from: new Date(day - 120 * DAY).toISOString(),
+      to: new Date(day - 99 * DAY).toISOString(),
+      total: 0,
+      workflows: [],
+    });
 
-    expectError(await api(suite.p.baseUrl, "GET", `/analytics/webhooks?from=${new Date(now - 91 * DAY).toISOString()}`, { key }), 400, "parameter_invalid", "from");
+    expectError(
+      await api(suite.p.baseUrl, "GET", `/analytics/webhooks?from=${new Date(now - 91 * DAY).toISOString()}`, { key }),
+      400,
+      "parameter_invalid",
+      "from",
+    );
     expectError(await api(suite.p.baseUrl, "GET", "/analytics/webhooks?to=2026-99-01", { key }), 400, "parameter_invalid", "to");
   });
 });

@@ -2,7 +2,12 @@ import AnalyticsService from "../../services/analytics/analytics.service";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_DELAYS_MS: "20,20,20,20", WORKFLOW_RETRY_BASE_MS: "10" });
+const suite = usePlatform({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WEBHOOK_TIMEOUT_MS: "300",
+  WEBHOOK_RETRY_DELAYS_MS: "20,20,20,20",
+  WORKFLOW_RETRY_BASE_MS: "10",
+});
 let rx: Receiver;
 beforeAll(async () => {
   rx = await startReceiver();
@@ -94,7 +99,21 @@ describe("usage analytics", () => {
 
     const batch = {
       batch_id: "ub_test_1",
-      rows: [{ minute: Date.now() - (Date.now() % 60_000), org_id: acme.org.id, environment: "test", key_id: "key_replayed", method: "GET", route: "/events", status: 200, count: 4, errors: 0, latency_ms_sum: 8, hist: [0, 4] }],
+      rows: [
+        {
+          minute: Date.now() - (Date.now() % 60_000),
+          org_id: acme.org.id,
+          environment: "test",
+          key_id: "key_replayed",
+          method: "GET",
+          route: "/events",
+          status: 200,
+          count: 4,
+          errors: 0,
+          latency_ms_sum: 8,
+          hist: [0, 4],
+        },
+      ],
     };
     expect(await broker.call("analytics.ingest", batch)).toBe(1);
     expect(await broker.call("analytics.ingest", batch)).toBe(0);
@@ -111,10 +130,27 @@ describe("usage analytics", () => {
     const base = now - (now % HOUR) - 3 * 24 * HOUR;
     const rows = [];
     for (let h = 0; h < 60; h += 7) {
-      for (const [m, status, lat] of [[1, 200, 1], [17, 200, 4], [59, 500, 9], [30, 404, 2]] as const) {
+      for (const [m, status, lat] of [
+        [1, 200, 1],
+        [17, 200, 4],
+        [59, 500, 9],
+        [30, 404, 2],
+      ] as const) {
         const hist = new Array(25).fill(0);
         hist[lat] = 3;
-        rows.push({ minute: base + h * HOUR + m * 60_000, org_id: globex.org.id, environment: "test", key_id: "key_old", method: "GET", route: "/workflows/{id}", status, count: 3, errors: status >= 400 ? 3 : 0, latency_ms_sum: 30, hist });
+        rows.push({
+          minute: base + h * HOUR + m * 60_000,
+          org_id: globex.org.id,
+          environment: "test",
+          key_id: "key_old",
+          method: "GET",
+          route: "/workflows/{id}",
+          status,
+          count: 3,
+          errors: status >= 400 ? 3 : 0,
+          latency_ms_sum: 30,
+          hist,
+        });
       }
     }
     expect(await suite.p.broker.call("analytics.ingest", { batch_id: "ub_rollup_1", rows })).toBe(rows.length);
@@ -172,9 +208,27 @@ describe("usage analytics", () => {
 describe("run and delivery outcomes", () => {
   it("counts runs that ended by status, per workflow, with the success rate", async () => {
     const { acme } = suite;
-    const wf = (await call("POST", "/workflows", acme.live, { name: "ok", trigger: { type: "manual" }, steps: [{ type: "emit", event_type: "x.done" }] })).body.data;
-    const bad = (await call("POST", "/workflows", acme.live, { name: "bad", trigger: { type: "manual" }, steps: [{ type: "http", url: "http://127.0.0.1:1/" }] })).body.data;
-    const slow = (await call("POST", "/workflows", acme.live, { name: "slow", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 60_000 }] })).body.data;
+    const wf = (
+      await call("POST", "/workflows", acme.live, {
+        name: "ok",
+        trigger: { type: "manual" },
+        steps: [{ type: "emit", event_type: "x.done" }],
+      })
+    ).body.data;
+    const bad = (
+      await call("POST", "/workflows", acme.live, {
+        name: "bad",
+        trigger: { type: "manual" },
+        steps: [{ type: "http", url: "http://127.0.0.1:1/" }],
+      })
+    ).body.data;
+    const slow = (
+      await call("POST", "/workflows", acme.live, {
+        name: "slow",
+        trigger: { type: "manual" },
+        steps: [{ type: "delay", duration_ms: 60_000 }],
+      })
+    ).body.data;
     for (let i = 0; i < 2; i++) await call("POST", `/workflows/${wf.id}/runs`, acme.live, {});
     await call("POST", `/workflows/${bad.id}/runs`, acme.live, {});
     const waiting = (await call("POST", `/workflows/${slow.id}/runs`, acme.live, {})).body.data;
@@ -188,7 +242,11 @@ describe("run and delivery outcomes", () => {
     } while (body.total < 4 && Date.now() < deadline);
     expect(body).toMatchObject({ total: 4, by_status: { succeeded: 2, failed: 1, cancelled: 1 }, success_rate: 0.5 });
     expect(body.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({ total: 2, success_rate: 1 });
-    expect(body.workflows.find((w: any) => w.workflow_id === bad.id)).toMatchObject({ total: 1, by_status: { failed: 1 }, success_rate: 0 });
+    expect(body.workflows.find((w: any) => w.workflow_id === bad.id)).toMatchObject({
+      total: 1,
+      by_status: { failed: 1 },
+      success_rate: 0,
+    });
     expect((await call("GET", "/analytics/workflows", suite.globex.live)).body.data.total).toBe(0);
   });
 
@@ -214,6 +272,10 @@ describe("run and delivery outcomes", () => {
       delivery_success_rate: 0.5,
     });
     expect(body.webhooks.find((w: any) => w.webhook_id === good.id)).toMatchObject({ total: 1, success_rate: 1, attempts: { total: 1 } });
-    expect(body.webhooks.find((w: any) => w.webhook_id === broken.id)).toMatchObject({ total: 1, success_rate: 0, attempts: { failed: 5 } });
+    expect(body.webhooks.find((w: any) => w.webhook_id === broken.id)).toMatchObject({
+      total: 1,
+      success_rate: 0,
+      attempts: { failed: 5 },
+    });
   });
 });

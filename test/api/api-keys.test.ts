@@ -52,8 +52,18 @@ describe("POST /api-keys", () => {
     const ok = await create(limited, { name: "reader", scopes: ["api-keys:read"] });
     expect(ok.status).toBe(201);
     expectError(await create(limited, { name: "admin", scopes: ["org:admin"] }), 403, "insufficient_scope", "scopes[0]");
-    expectError(await create(limited, { name: "wf", scopes: ["api-keys:read", "workflows:write"] }), 403, "insufficient_scope", "scopes[1]");
-    expectError(await create(limited, { name: "other env", scopes: ["api-keys:read"], environment: "test" }), 403, "insufficient_scope", "environment");
+    expectError(
+      await create(limited, { name: "wf", scopes: ["api-keys:read", "workflows:write"] }),
+      403,
+      "insufficient_scope",
+      "scopes[1]",
+    );
+    expectError(
+      await create(limited, { name: "other env", scopes: ["api-keys:read"], environment: "test" }),
+      403,
+      "insufficient_scope",
+      "environment",
+    );
   });
 
   it("lets org:admin create a key for the other environment", async () => {
@@ -69,10 +79,25 @@ describe("POST /api-keys", () => {
     expectError(await create(acme.live, { name: "x", scopes: [] }), 400, "parameter_invalid", "scopes");
     expectError(await create(acme.live, { name: "", scopes: ["events:read"] }), 400, "parameter_invalid", "name");
     expectError(await create(acme.live, { name: 42, scopes: ["events:read"] }), 400, "parameter_invalid", "name");
-    expectError(await create(acme.live, { name: "x", scopes: ["events:read"], environment: "prod" }), 400, "parameter_invalid", "environment");
+    expectError(
+      await create(acme.live, { name: "x", scopes: ["events:read"], environment: "prod" }),
+      400,
+      "parameter_invalid",
+      "environment",
+    );
     expectError(await create(acme.live, { name: "x", scopes: ["events:read"], colour: "red" }), 400, "parameter_unknown", "colour");
-    expectError(await create(acme.live, { name: "x", scopes: ["events:read"], expires_at: "tomorrow" }), 400, "parameter_invalid", "expires_at");
-    expectError(await create(acme.live, { name: "x", scopes: ["events:read"], expires_at: "2001-01-01T00:00:00Z" }), 400, "parameter_invalid", "expires_at");
+    expectError(
+      await create(acme.live, { name: "x", scopes: ["events:read"], expires_at: "tomorrow" }),
+      400,
+      "parameter_invalid",
+      "expires_at",
+    );
+    expectError(
+      await create(acme.live, { name: "x", scopes: ["events:read"], expires_at: "2001-01-01T00:00:00Z" }),
+      400,
+      "parameter_invalid",
+      "expires_at",
+    );
   });
 
   it("needs api-keys:write", async () => {
@@ -149,7 +174,11 @@ describe("DELETE /api-keys/{id}", () => {
   it("lets a key revoke itself, and then refuses it", async () => {
     const made = (await create(acme.live, { name: "self", scopes: ["api-keys:write"] })).body.data;
     expect((await api(p.baseUrl, "DELETE", `/api-keys/${made.id}`, { key: made.key })).status).toBe(401);
-    expectError(await api(p.baseUrl, "POST", "/api-keys", { key: made.key, body: { name: "x", scopes: ["api-keys:write"] } }), 401, "api_key_revoked");
+    expectError(
+      await api(p.baseUrl, "POST", "/api-keys", { key: made.key, body: { name: "x", scopes: ["api-keys:write"] } }),
+      401,
+      "api_key_revoked",
+    );
   });
 
   it("rotates without downtime, as the spec's four steps", async () => {
@@ -186,9 +215,19 @@ describe("domain events", () => {
     const log = (type: string) => api(p.baseUrl, "GET", `/events?type=${type}&per_page=100`, { key: acme.live });
     const created = (await log("api_key.created")).body.data.find((e: any) => e.data.key_id === made.id);
     const revoked = (await log("api_key.revoked")).body.data.find((e: any) => e.data.key_id === made.id);
-    expect(created).toMatchObject({ type: "api_key.created", environment: "live", source: "keys", data: { key_id: made.id, name: "evented", environment: "live" } });
+    expect(created).toMatchObject({
+      type: "api_key.created",
+      environment: "live",
+      source: "keys",
+      data: { key_id: made.id, name: "evented", environment: "live" },
+    });
     expect(created.id).toMatch(/^evt_/);
-    expect(revoked).toMatchObject({ type: "api_key.revoked", environment: "live", source: "keys", data: { key_id: made.id, name: "evented" } });
+    expect(revoked).toMatchObject({
+      type: "api_key.revoked",
+      environment: "live",
+      source: "keys",
+      data: { key_id: made.id, name: "evented" },
+    });
     expect(revoked.data.revoked_at).toMatch(/Z$/);
     const all = await api(p.baseUrl, "GET", "/events?per_page=100", { key: acme.live });
     expect(JSON.stringify(all.body)).not.toContain(made.key.slice(9));

@@ -26,17 +26,14 @@ describe("POST /events", () => {
     expect(res.body.data.data).toEqual({});
   });
 
-  it.each([
-    ["workflow.completed"],
-    ["approval.requested"],
-    ["api_key.revoked"],
-    ["webhook.disabled"],
-    ["workflow.anything_else"],
-  ])("refuses the reserved system type %s", async (type) => {
-    const res = await emit(suite.acme.live, { type, data: {} });
-    expectError(res, 400, "parameter_invalid", "type");
-    expect(res.body.error.message).toContain("system event type");
-  });
+  it.each([["workflow.completed"], ["approval.requested"], ["api_key.revoked"], ["webhook.disabled"], ["workflow.anything_else"]])(
+    "refuses the reserved system type %s",
+    async (type) => {
+      const res = await emit(suite.acme.live, { type, data: {} });
+      expectError(res, 400, "parameter_invalid", "type");
+      expect(res.body.error.message).toContain("system event type");
+    },
+  );
 
   it.each([["Order.Created"], ["order"], ["order..created"], ["order.created!"], [".order"], ["x".repeat(101)]])(
     "refuses the malformed type %s",
@@ -63,7 +60,9 @@ describe("POST /events", () => {
   });
 
   it("needs events:write", async () => {
-    const reader = (await api(suite.p.baseUrl, "POST", "/api-keys", { key: suite.acme.live, body: { name: "reader", scopes: ["events:read"] } })).body.data.key;
+    const reader = (
+      await api(suite.p.baseUrl, "POST", "/api-keys", { key: suite.acme.live, body: { name: "reader", scopes: ["events:read"] } })
+    ).body.data.key;
     const res = await emit(reader, { type: "order.created", data: {} });
     expectError(res, 403, "insufficient_scope");
     expect(res.body.error.message).toContain("events:write");

@@ -69,16 +69,29 @@ describe("Idempotency-Key replays", () => {
     const headers = { "idempotency-key": "query-1" };
     const body = { type: "order.created", data: {} };
     expect((await api(p.baseUrl, "POST", "/events?a=1", { key: acme.live, body, headers })).headers["idempotent-replayed"]).toBeUndefined();
-    expectError(await api(p.baseUrl, "POST", "/events?a=2", { key: acme.live, body, headers }), 409, "idempotency_key_reused", "Idempotency-Key");
+    expectError(
+      await api(p.baseUrl, "POST", "/events?a=2", { key: acme.live, body, headers }),
+      409,
+      "idempotency_key_reused",
+      "Idempotency-Key",
+    );
     expect((await api(p.baseUrl, "POST", "/events?a=1", { key: acme.live, body, headers })).headers["idempotent-replayed"]).toBe("true");
   });
 
   it("stores no secret: a replay of POST /api-keys, POST /webhooks and rotate-secret answers the secret as null, marked", async () => {
     const { p, acme } = suite;
     const created = { name: "ci", scopes: ["events:read"] };
-    const first = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: created, headers: { "idempotency-key": "secret-key-1" } });
+    const first = await api(p.baseUrl, "POST", "/api-keys", {
+      key: acme.live,
+      body: created,
+      headers: { "idempotency-key": "secret-key-1" },
+    });
     expect(first.body.data.key).toMatch(/^svc_live_/);
-    const again = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: created, headers: { "idempotency-key": "secret-key-1" } });
+    const again = await api(p.baseUrl, "POST", "/api-keys", {
+      key: acme.live,
+      body: created,
+      headers: { "idempotency-key": "secret-key-1" },
+    });
     expect(again.status).toBe(201);
     expect(again.headers["idempotent-replayed"]).toBe("true");
     expect(again.headers["secret-redacted"]).toBe("key");
@@ -87,7 +100,11 @@ describe("Idempotency-Key replays", () => {
     const hook = { url: "http://127.0.0.1:9/hook", events: ["order.created"] };
     const wh = await api(p.baseUrl, "POST", "/webhooks", { key: acme.test, body: hook, headers: { "idempotency-key": "secret-wh-1" } });
     expect(wh.body.data.secret).toMatch(/^whsec_/);
-    const whAgain = await api(p.baseUrl, "POST", "/webhooks", { key: acme.test, body: hook, headers: { "idempotency-key": "secret-wh-1" } });
+    const whAgain = await api(p.baseUrl, "POST", "/webhooks", {
+      key: acme.test,
+      body: hook,
+      headers: { "idempotency-key": "secret-wh-1" },
+    });
     expect(whAgain.headers["secret-redacted"]).toBe("secret");
     expect(whAgain.body.data).toEqual({ ...wh.body.data, secret: null });
 
@@ -101,7 +118,9 @@ describe("Idempotency-Key replays", () => {
     // What the store keeps for replays holds none of the three.
     const db = new DatabaseSync(join(p.dataDir, DATABASE_FILE), { readOnly: true });
     try {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%idempotency%'").all() as { name: string }[];
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%idempotency%'").all() as {
+        name: string;
+      }[];
       expect(tables).toHaveLength(1);
       const rows = JSON.stringify(db.prepare(`SELECT * FROM ${tables[0].name}`).all());
       expect(rows).toContain(wh.body.data.id);
@@ -181,7 +200,8 @@ describe("time-outs by default", () => {
     expect(loadSettings({})).toMatchObject({ httpHeadersTimeoutMs: 10_000, httpBodyTimeoutMs: 30_000 });
     const p = await startPlatform();
     try {
-      const server = (p.broker.getLocalService("gateway") as unknown as { server: { headersTimeout: number; requestTimeout: number } }).server;
+      const server = (p.broker.getLocalService("gateway") as unknown as { server: { headersTimeout: number; requestTimeout: number } })
+        .server;
       expect(server.headersTimeout).toBe(10_000);
       expect(server.requestTimeout).toBeLessThanOrEqual(41_000);
     } finally {
@@ -198,7 +218,12 @@ describe("budgets beside the per-key rate limit", () => {
   });
 
   it("holds every key of an organization to RATE_LIMIT_ORG_MAX together", async () => {
-    p = await startPlatform({ RATE_LIMIT_MAX: "5", RATE_LIMIT_ORG_MAX: "8", RATE_LIMIT_WINDOW_MS: "60000", RATE_LIMIT_ADDRESS_MAX: "1000" });
+    p = await startPlatform({
+      RATE_LIMIT_MAX: "5",
+      RATE_LIMIT_ORG_MAX: "8",
+      RATE_LIMIT_WINDOW_MS: "60000",
+      RATE_LIMIT_ADDRESS_MAX: "1000",
+    });
     const acme = await p.createOrg("Acme");
     const globex = await p.createOrg("Globex");
     const statuses: number[] = [];
@@ -216,7 +241,8 @@ describe("budgets beside the per-key rate limit", () => {
   it("limits requests without a valid key per address, to what one key may send", async () => {
     p = await startPlatform({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000", RATE_LIMIT_ADDRESS_MAX: "1000" });
     const statuses: number[] = [];
-    for (const key of ["nope", `svc_live_${"x".repeat(43)}`, undefined, "again"]) statuses.push((await api(p.baseUrl, "GET", "/api-keys", { key })).status);
+    for (const key of ["nope", `svc_live_${"x".repeat(43)}`, undefined, "again"])
+      statuses.push((await api(p.baseUrl, "GET", "/api-keys", { key })).status);
     expect(statuses).toEqual([401, 401, 401, 429]);
     const refused = await api(p.baseUrl, "GET", "/api-keys");
     expectError(refused, 429, "rate_limited");
@@ -226,7 +252,8 @@ describe("budgets beside the per-key rate limit", () => {
   it("limits every request of an address, /health and /ready included, to RATE_LIMIT_ADDRESS_MAX", async () => {
     p = await startPlatform({ RATE_LIMIT_ADDRESS_MAX: "4", RATE_LIMIT_WINDOW_MS: "60000" });
     const statuses: number[] = [];
-    for (const path of ["/health", "/ready", "/health", "/ready", "/health", "/ready"]) statuses.push((await api(p.baseUrl.replace(/\/v1$/, ""), "GET", path)).status);
+    for (const path of ["/health", "/ready", "/health", "/ready", "/health", "/ready"])
+      statuses.push((await api(p.baseUrl.replace(/\/v1$/, ""), "GET", path)).status);
     expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
     // Without TRUST_PROXY, X-Forwarded-For is the client's word, not its address.
     const forwarded = await api(p.baseUrl.replace(/\/v1$/, ""), "GET", "/health", { headers: { "x-forwarded-for": "203.0.113.9" } });
@@ -237,7 +264,11 @@ describe("budgets beside the per-key rate limit", () => {
     p = await startPlatform({ RATE_LIMIT_ADDRESS_MAX: "2", RATE_LIMIT_WINDOW_MS: "60000", TRUST_PROXY: "true" });
     const base = p.baseUrl.replace(/\/v1$/, "");
     const from = (chain: string) => api(base, "GET", "/health", { headers: { "x-forwarded-for": chain } });
-    expect([(await from("203.0.113.1")).status, (await from("198.51.100.7, 203.0.113.1")).status, (await from("203.0.113.1")).status]).toEqual([200, 200, 429]);
+    expect([
+      (await from("203.0.113.1")).status,
+      (await from("198.51.100.7, 203.0.113.1")).status,
+      (await from("203.0.113.1")).status,
+    ]).toEqual([200, 200, 429]);
     // The client's own entries (left of the proxy's) do not buy it a fresh budget.
     expect((await from("10.9.9.9, 203.0.113.1")).status).toBe(429);
     expect((await from("203.0.113.2")).status).toBe(200);
@@ -270,7 +301,14 @@ describe("after a store outage", () => {
     // A cluster in this process: a gateway node and a services node over Moleculer's in-memory
     // transporter, with time-outs and the circuit breaker on as between processes.
     const dataDir = mkdtempSync(join(tmpdir(), "wfp-breaker-"));
-    const env = { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", DATA_DIR: dataDir, TRANSPORTER: "nats://in-memory:4222", RATE_LIMIT_MAX: "100000" };
+    const env = {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "false",
+      DATA_DIR: dataDir,
+      TRANSPORTER: "nats://in-memory:4222",
+      RATE_LIMIT_MAX: "100000",
+    };
     let outage = false;
     const real = openStore({ dataDir: env.DATA_DIR, mongoUrl: undefined });
     const failing = <T extends object>(target: T): T =>
@@ -280,7 +318,11 @@ describe("after a store outage", () => {
           if (typeof value !== "function") return value;
           return (...args: unknown[]) => {
             if (prop === "collection") return failing(value.apply(obj, args));
-            if (outage && prop !== "close") throw new ApiError("storage_unavailable", "The store could not complete the operation (test outage); retry later", { retry_after: 1, reason: "test outage" });
+            if (outage && prop !== "close")
+              throw new ApiError("storage_unavailable", "The store could not complete the operation (test outage); retry later", {
+                retry_after: 1,
+                reason: "test outage",
+              });
             return value.apply(obj, args);
           };
         },
@@ -297,7 +339,9 @@ describe("after a store outage", () => {
       await gateway.waitForServices(["auth", "keys", "orgs"]);
       const port = (gateway.getLocalService("gateway") as unknown as { server: { address(): { port: number } } }).server.address().port;
       const base = `http://127.0.0.1:${port}`;
-      const org = await services.call<{ api_keys: { key: string; environment: string }[] }, { name: string }>("orgs.create", { name: "Acme" });
+      const org = await services.call<{ api_keys: { key: string; environment: string }[] }, { name: string }>("orgs.create", {
+        name: "Acme",
+      });
       const key = org.api_keys.find((k) => k.environment === "live")!.key;
       expect((await api(`${base}/v1`, "GET", "/api-keys", { key })).status).toBe(200);
 
@@ -323,7 +367,9 @@ describe("stopping a gateway", () => {
     const org = await p.createOrg("Acme");
     const { socket, received, closed } = await rawSocket(p.baseUrl);
     const body = JSON.stringify({ type: "order.created", data: {} });
-    socket.write(`POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.live}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    socket.write(
+      `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.live}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
     await new Promise((r) => setTimeout(r, 100));
     const stopping = p.stop();
     await new Promise((r) => setTimeout(r, 100));

@@ -88,7 +88,12 @@ describe("Service-Version", () => {
 
   it("answers 400 invalid_version for a malformed date and unsupported_version before the first", async () => {
     for (const v of ["yesterday", "2026-13-01", "2026-02-30", "20261101"]) {
-      expectError(await api(p.baseUrl, "GET", "/api-keys", { key: acme.live, headers: { "service-version": v } }), 400, "invalid_version", "Service-Version");
+      expectError(
+        await api(p.baseUrl, "GET", "/api-keys", { key: acme.live, headers: { "service-version": v } }),
+        400,
+        "invalid_version",
+        "Service-Version",
+      );
     }
     expectError(
       await api(p.baseUrl, "GET", "/api-keys", { key: acme.live, headers: { "service-version": "2020-01-01" } }),
@@ -118,14 +123,16 @@ describe("Idempotency-Key", () => {
 
   it("answers 409 idempotency_key_reused for the same key with another body", async () => {
     const headers = { "idempotency-key": "create-idem-2" };
-    expect((await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "a", scopes: ["events:read"] }, headers })).status).toBe(201);
+    expect(
+      (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "a", scopes: ["events:read"] }, headers })).status,
+    ).toBe(201);
     const res = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "b", scopes: ["events:read"] }, headers });
     expectError(res, 409, "idempotency_key_reused", "Idempotency-Key");
   });
 
   it("replays a validation error too, and keeps keys of other environments apart", async () => {
     const headers = { "idempotency-key": "bad-1" };
-    const first = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "" , scopes: ["events:read"] }, headers });
+    const first = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "", scopes: ["events:read"] }, headers });
     expect(first.status).toBe(400);
     const again = await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "", scopes: ["events:read"] }, headers });
     expect(again.headers["idempotent-replayed"]).toBe("true");

@@ -23,7 +23,17 @@ describe("health and readiness", () => {
     const ready = await get("/ready");
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ status: "ready", broker: true, store: "ok", missing: [] });
-    expect(Object.keys(ready.body.services).sort()).toEqual(["analytics", "auth", "events", "gateway", "keys", "orgs", "webhook-dispatcher", "webhooks", "workflows"]);
+    expect(Object.keys(ready.body.services).sort()).toEqual([
+      "analytics",
+      "auth",
+      "events",
+      "gateway",
+      "keys",
+      "orgs",
+      "webhook-dispatcher",
+      "webhooks",
+      "workflows",
+    ]);
 
     const broker = suite.p.broker;
     await broker.destroyService(broker.getLocalService("analytics")!);

@@ -20,8 +20,40 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Own members, `__proto__` included (an object literal or `o[k] = v` would set the prototype). */
 const objectOf = (entries: [string, unknown][]): Record<string, unknown> => Object.fromEntries(entries);
 
-const SPECIAL_KEYS = ["a.b", "$x", "$$date", "__proto__", "constructor", "prototype", "toString", "", "\u0000", "\u2028", "\u2029", "\u0085", "a\u0000b", "😀", "\ufeff"];
-const SPECIAL_TEXT = ["\u0000", "\u2028", "\u2029", "\u0085", "\ufeff", "\ufffd", "😀", "e\u0301", "\\", '"', "</script>", "\r\n", "\\ud800", "{{input.x}}", "\u{10ffff}"];
+const SPECIAL_KEYS = [
+  "a.b",
+  "$x",
+  "$$date",
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "",
+  "\u0000",
+  "\u2028",
+  "\u2029",
+  "\u0085",
+  "a\u0000b",
+  "😀",
+  "\ufeff",
+];
+const SPECIAL_TEXT = [
+  "\u0000",
+  "\u2028",
+  "\u2029",
+  "\u0085",
+  "\ufeff",
+  "\ufffd",
+  "😀",
+  "e\u0301",
+  "\\",
+  '"',
+  "</script>",
+  "\r\n",
+  "\\ud800",
+  "{{input.x}}",
+  "\u{10ffff}",
+];
 
 const key = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...SPECIAL_KEYS) },
@@ -71,7 +103,10 @@ function chainOf(links: { array: boolean; key: string; before: number; after: nu
       inner = objectOf([...pad(before, "b"), [k, inner], ...pad(after, "z")]);
     }
   }
-  const data = objectOf([["first", 1], ["chain", inner]]);
+  const data = objectOf([
+    ["first", 1],
+    ["chain", inner],
+  ]);
   const paths: PathSegment[][] = [];
   let path: PathSegment[] = ["data", "chain"];
   for (const l of links) {
@@ -86,20 +121,24 @@ describe("nesting", () => {
   it(`takes bodies ${MAX_JSON_DEPTH} levels deep and refuses deeper ones, naming where the limit is crossed`, async () => {
     // body (1) > data (2) > chain (3) > links…: a body of L links is 3 + L - 1 levels deep, plus the leaf's.
     await fc.assert(
-      fc.asyncProperty(fc.array(link, { minLength: MAX_JSON_DEPTH - 5, maxLength: MAX_JSON_DEPTH + 2 }), fc.constantFrom<unknown>(1, "x", null, {}, []), async (links, leaf) => {
-        const { data, paths } = chainOf(links, leaf);
-        const depth = 2 + links.length + (typeof leaf === "object" && leaf !== null ? 1 : 0);
-        const res = await post("/events", JSON.stringify({ type: "deep.shape", data }));
-        if (depth <= MAX_JSON_DEPTH) {
-          expect(res.status).toBe(201);
-          expect(JSON.stringify(res.body.data.data)).toBe(JSON.stringify(data));
-        } else {
-          // The container at level MAX + 1: `data` is level 2, paths[0] (chain) level 3, …
-          const crossing = paths[MAX_JSON_DEPTH + 1 - 3];
-          expectError(res, 400, "parameter_invalid", formatPath(crossing));
-          expect(res.body.error.message).toContain(`${MAX_JSON_DEPTH} levels deep (the body itself is level 1)`);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(link, { minLength: MAX_JSON_DEPTH - 5, maxLength: MAX_JSON_DEPTH + 2 }),
+        fc.constantFrom<unknown>(1, "x", null, {}, []),
+        async (links, leaf) => {
+          const { data, paths } = chainOf(links, leaf);
+          const depth = 2 + links.length + (typeof leaf === "object" && leaf !== null ? 1 : 0);
+          const res = await post("/events", JSON.stringify({ type: "deep.shape", data }));
+          if (depth <= MAX_JSON_DEPTH) {
+            expect(res.status).toBe(201);
+            expect(JSON.stringify(res.body.data.data)).toBe(JSON.stringify(data));
+          } else {
+            // The container at level MAX + 1: `data` is level 2, paths[0] (chain) level 3, …
+            const crossing = paths[MAX_JSON_DEPTH + 1 - 3];
+            expectError(res, 400, "parameter_invalid", formatPath(crossing));
+            expect(res.body.error.message).toContain(`${MAX_JSON_DEPTH} levels deep (the body itself is level 1)`);
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -108,10 +147,14 @@ describe("nesting", () => {
     const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
     let res = await post("/events", `{"type":"a.b","data":{"a":{"b":${deep(31)}}}}`);
     expectError(res, 400, "parameter_invalid", `data.a.b${"[0]".repeat(29)}`);
-    const wf = (await call("POST", "/workflows", { name: "deep", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })).body.data;
+    const wf = (await call("POST", "/workflows", { name: "deep", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] }))
+      .body.data;
     res = await post(`/workflows/${wf.id}/runs`, `{"input":{"x":[0,1,2,${deep(30)}]}}`);
     expectError(res, 400, "parameter_invalid", `input.x[3]${"[0]".repeat(29)}`);
-    res = await post("/workflows", `{"name":"w","trigger":{"type":"manual"},"steps":[{"type":"http","url":"http://127.0.0.1:9/","body":{"a.b":${deep(29)}}}]}`);
+    res = await post(
+      "/workflows",
+      `{"name":"w","trigger":{"type":"manual"},"steps":[{"type":"http","url":"http://127.0.0.1:9/","body":{"a.b":${deep(29)}}}]}`,
+    );
     expectError(res, 400, "parameter_invalid", `steps[0].body["a.b"]${"[0]".repeat(28)}`);
     // Exactly at the limit is fine everywhere.
     expect((await post("/events", `{"type":"a.b","data":{"a":{"b":${deep(29)}}}}`)).status).toBe(201);
@@ -124,8 +167,18 @@ describe("nesting", () => {
       ["[[[[… unclosed", "[".repeat(1024 * 1024), "invalid_json"],
       ["[[[[…]]]] (not an object)", `${"[".repeat(half)}${"]".repeat(half)}`, "invalid_json"],
       ['{"data":[[[[… unclosed', `{"data":${"[".repeat(1024 * 1024 - 10)}`, "invalid_json"],
-      ['{"data":[[[[…]]]]}', `{"data":${"[".repeat(half)}${"]".repeat(half)}}`, "parameter_invalid", `data${"[0]".repeat(MAX_JSON_DEPTH - 1)}`],
-      ['{"data":{"a":{"a":…}}}', `{"data":${'{"a":'.repeat(170_000)}1${"}".repeat(170_000)}}`, "parameter_invalid", `data${".a".repeat(MAX_JSON_DEPTH - 1)}`],
+      [
+        '{"data":[[[[…]]]]}',
+        `{"data":${"[".repeat(half)}${"]".repeat(half)}}`,
+        "parameter_invalid",
+        `data${"[0]".repeat(MAX_JSON_DEPTH - 1)}`,
+      ],
+      [
+        '{"data":{"a":{"a":…}}}',
+        `{"data":${'{"a":'.repeat(170_000)}1${"}".repeat(170_000)}}`,
+        "parameter_invalid",
+        `data${".a".repeat(MAX_JSON_DEPTH - 1)}`,
+      ],
     ];
     for (const [, body, code, param] of cases) {
       expect(Buffer.byteLength(body)).toBeLessThanOrEqual(1024 * 1024);
@@ -178,8 +231,16 @@ describe("odd keys and strings", () => {
       const odd = objectOf(SPECIAL_KEYS.map((k, i) => [k, { [k]: i }]));
       const tokenKeys = ["a.b", "$x", "$$date", "__proto__", "constructor", "prototype"];
       const headers = objectOf(tokenKeys.map((k) => [k, `v${k}`]));
-      const body = objectOf([...SPECIAL_KEYS.map((k): [string, unknown] => [k, k]), ["from_input", "{{input.__proto__}}"], ["all", "{{input}}"]]);
-      const emitData = objectOf([["answer", "{{steps.call.output.body}}"], ["__proto__", "{{steps.call.output.body.__proto__}}"], ["constructor", "{{input.constructor}}"]]);
+      const body = objectOf([
+        ...SPECIAL_KEYS.map((k): [string, unknown] => [k, k]),
+        ["from_input", "{{input.__proto__}}"],
+        ["all", "{{input}}"],
+      ]);
+      const emitData = objectOf([
+        ["answer", "{{steps.call.output.body}}"],
+        ["__proto__", "{{steps.call.output.body.__proto__}}"],
+        ["constructor", "{{input.constructor}}"],
+      ]);
       const steps = [
         { id: "call", type: "http", url, headers, body },
         { id: "tell", type: "emit", event_type: "odd.told", data: emitData },
@@ -202,14 +263,24 @@ describe("odd keys and strings", () => {
       }
       expect(run.status).toBe("succeeded");
       expect(got).toHaveLength(1);
-      const sent = JSON.stringify(objectOf([...SPECIAL_KEYS.map((k): [string, unknown] => [k, k]), ["from_input", odd.__proto__], ["all", odd]]));
+      const sent = JSON.stringify(
+        objectOf([...SPECIAL_KEYS.map((k): [string, unknown] => [k, k]), ["from_input", odd.__proto__], ["all", odd]]),
+      );
       expect(got[0].body).toBe(sent);
       const receivedHeaders = new Map<string, string>();
       for (let i = 0; i < got[0].rawHeaders.length; i += 2) receivedHeaders.set(got[0].rawHeaders[i], got[0].rawHeaders[i + 1]);
       for (const k of tokenKeys) expect(receivedHeaders.get(k)).toBe(`v${k}`);
       const told = (await call("GET", `/events/${run.steps[1].output.event_id}`)).body.data;
       const answer = objectOf(SPECIAL_KEYS.map((k) => [k, k]));
-      expect(JSON.stringify(told.data)).toBe(JSON.stringify(objectOf([["answer", answer], ["__proto__", "__proto__"], ["constructor", odd.constructor]])));
+      expect(JSON.stringify(told.data)).toBe(
+        JSON.stringify(
+          objectOf([
+            ["answer", answer],
+            ["__proto__", "__proto__"],
+            ["constructor", odd.constructor],
+          ]),
+        ),
+      );
     } finally {
       server.closeAllConnections();
       await new Promise((ok) => server.close(ok));
@@ -218,7 +289,15 @@ describe("odd keys and strings", () => {
 
   it("refuses odd keys at the top of a body as unknown parameters, naming them", async () => {
     for (const k of ["", "constructor", "__proto__", "toString", "$$strict", "$$async", "\u0000", "a.b", "$x"]) {
-      const res = await post("/events", JSON.stringify(objectOf([["type", "a.b"], [k, 1]])));
+      const res = await post(
+        "/events",
+        JSON.stringify(
+          objectOf([
+            ["type", "a.b"],
+            [k, 1],
+          ]),
+        ),
+      );
       expectError(res, 400, "parameter_unknown", k);
     }
   });
@@ -227,7 +306,12 @@ describe("odd keys and strings", () => {
     const lone = fc.constantFrom("\ud800", "\udfff", "a\udc00b", "\ud83d", "x\ude00");
     await fc.assert(
       fc.asyncProperty(fc.array(link, { maxLength: 8 }), lone, fc.boolean(), async (links, bad, inKey) => {
-        const leaf = inKey ? objectOf([["fine", 1], [bad, 1]]) : bad;
+        const leaf = inKey
+          ? objectOf([
+              ["fine", 1],
+              [bad, 1],
+            ])
+          : bad;
         const { data, paths } = chainOf(links, leaf);
         const innermost = paths[paths.length - 1];
         // JSON.stringify writes lone surrogates as \u escapes: what a client would send.
@@ -289,10 +373,26 @@ describe("answers of http steps", () => {
   });
 
   it.each([
-    ["nested one level deeper", () => nested(MAX_JSON_DEPTH + 1), `the answer's JSON is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays (at ${"k.".repeat(MAX_JSON_DEPTH).slice(0, -1)})`],
-    ["of 60 KiB of brackets", () => "[".repeat(30_000) + "]".repeat(30_000), `the answer's JSON is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays (at ${"[0]".repeat(MAX_JSON_DEPTH)})`],
-    ["holding a lone surrogate", () => '{"ok":true,"list":["\\ud800"]}', "the answer's JSON is not well-formed Unicode: a string holds a lone UTF-16 surrogate (at list[0])"],
-    ["with a lone surrogate in a key", () => '{"\\udc00":1}', 'the answer\'s JSON is not well-formed Unicode: a key holds a lone UTF-16 surrogate (at ["\\udc00"])'],
+    [
+      "nested one level deeper",
+      () => nested(MAX_JSON_DEPTH + 1),
+      `the answer's JSON is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays (at ${"k.".repeat(MAX_JSON_DEPTH).slice(0, -1)})`,
+    ],
+    [
+      "of 60 KiB of brackets",
+      () => "[".repeat(30_000) + "]".repeat(30_000),
+      `the answer's JSON is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays (at ${"[0]".repeat(MAX_JSON_DEPTH)})`,
+    ],
+    [
+      "holding a lone surrogate",
+      () => '{"ok":true,"list":["\\ud800"]}',
+      "the answer's JSON is not well-formed Unicode: a string holds a lone UTF-16 surrogate (at list[0])",
+    ],
+    [
+      "with a lone surrogate in a key",
+      () => '{"\\udc00":1}',
+      'the answer\'s JSON is not well-formed Unicode: a key holds a lone UTF-16 surrogate (at ["\\udc00"])',
+    ],
   ])("fails an attempt whose answer is %s, under the step's retries, and stores none of it", async (_name, body, error) => {
     answer = body;
     const run = await runOnce([{ id: "call", type: "http", url, retries: 2 }]);
@@ -310,7 +410,9 @@ describe("answers of http steps", () => {
     ]);
     expect(run.status).toBe("failed");
     expect(run.steps[1]).toMatchObject({ status: "failed", attempts: 1 });
-    expect(run.steps[1].error).toMatch(/^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.copy(\.k)+\)$/);
+    expect(run.steps[1].error).toMatch(
+      /^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.copy(\.k)+\)$/,
+    );
     expect((await call("GET", "/events?type=deep.copy")).body.meta.total).toBe(0);
   });
 });

@@ -10,7 +10,12 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
  * reach above themselves, PATCH with null, a malformed email, and a private target the dispatcher
  * must refuse once the setting no longer allows it.
  */
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RUN_STARTS_PER_MINUTE: "5", WEBHOOK_RETRY_DELAYS_MS: "50,50,50,50", RATE_LIMIT_MAX: "100000" });
+const suite = usePlatform({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  RUN_STARTS_PER_MINUTE: "5",
+  WEBHOOK_RETRY_DELAYS_MS: "50,50,50,50",
+  RATE_LIMIT_MAX: "100000",
+});
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
 let rx: Receiver;
@@ -28,10 +33,16 @@ describe("a chain of event-started runs", () => {
       { type: "emit", event_type: type },
       { type: "emit", event_type: type },
     ];
-    const a = (await call("POST", "/workflows", live, { name: "A", trigger: { type: "event", event_type: "fan.a" }, steps: twice("fan.b") })).body.data;
-    const b = (await call("POST", "/workflows", live, { name: "B", trigger: { type: "event", event_type: "fan.b" }, steps: twice("fan.a") })).body.data;
+    const a = (
+      await call("POST", "/workflows", live, { name: "A", trigger: { type: "event", event_type: "fan.a" }, steps: twice("fan.b") })
+    ).body.data;
+    const b = (
+      await call("POST", "/workflows", live, { name: "B", trigger: { type: "event", event_type: "fan.b" }, steps: twice("fan.a") })
+    ).body.data;
     const root = (await call("POST", "/events", live, { type: "fan.a" })).body.data;
-    const total = async () => (await call("GET", `/workflows/${a.id}/runs`, live)).body.meta.total + (await call("GET", `/workflows/${b.id}/runs`, live)).body.meta.total;
+    const total = async () =>
+      (await call("GET", `/workflows/${a.id}/runs`, live)).body.meta.total +
+      (await call("GET", `/workflows/${b.id}/runs`, live)).body.meta.total;
     // Without a budget this one event sets off 1 + 2 + 4 + … + 512 = 1023 runs (depth 10).
     const deadline = Date.now() + 20_000;
     let seen = 0;
@@ -99,8 +110,12 @@ describe("quotas per organization", () => {
 
   it("answers 429 with Retry-After past RUN_STARTS_PER_MINUTE runs started in a minute", async () => {
     const { live, test } = await suite.p.createOrg("Runs");
-    const wf = (await call("POST", "/workflows", live, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })).body.data;
-    const wfTest = (await call("POST", "/workflows", test, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })).body.data;
+    const wf = (
+      await call("POST", "/workflows", live, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })
+    ).body.data;
+    const wfTest = (
+      await call("POST", "/workflows", test, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })
+    ).body.data;
     // All six within one minute of the clock.
     if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
     for (let i = 0; i < 5; i += 1) expect((await call("POST", `/workflows/${wf.id}/runs`, live, {})).status).toBe(201);
@@ -154,9 +169,20 @@ describe("keys that reach above themselves", () => {
   it("a key that expires cannot mint a key that outlives it", async () => {
     const { live } = await suite.p.createOrg("Expiring");
     const ends = future(3_600_000);
-    const short = (await call("POST", "/api-keys", live, { name: "short", scopes: ["api-keys:write", "events:read"], expires_at: ends })).body.data;
-    expectError(await call("POST", "/api-keys", short.key, { name: "forever", scopes: ["events:read"] }), 400, "parameter_invalid", "expires_at");
-    expectError(await call("POST", "/api-keys", short.key, { name: "later", scopes: ["events:read"], expires_at: future(7_200_000) }), 400, "parameter_invalid", "expires_at");
+    const short = (await call("POST", "/api-keys", live, { name: "short", scopes: ["api-keys:write", "events:read"], expires_at: ends }))
+      .body.data;
+    expectError(
+      await call("POST", "/api-keys", short.key, { name: "forever", scopes: ["events:read"] }),
+      400,
+      "parameter_invalid",
+      "expires_at",
+    );
+    expectError(
+      await call("POST", "/api-keys", short.key, { name: "later", scopes: ["events:read"], expires_at: future(7_200_000) }),
+      400,
+      "parameter_invalid",
+      "expires_at",
+    );
     const within = await call("POST", "/api-keys", short.key, { name: "within", scopes: ["events:read"], expires_at: future(1_800_000) });
     expect(within.status).toBe(201);
     expect((await call("POST", "/api-keys", short.key, { name: "same", scopes: ["events:read"], expires_at: ends })).status).toBe(201);
@@ -166,7 +192,12 @@ describe("keys that reach above themselves", () => {
     const { live, test } = await suite.p.createOrg("Sandbox");
     const refused = await call("POST", "/api-keys", test, { name: "escape", scopes: ["org:admin"], environment: "live" });
     expectError(refused, 403, "insufficient_scope", "environment");
-    expectError(await call("POST", "/api-keys", test, { name: "escape", scopes: ["events:read"], environment: "live" }), 403, "insufficient_scope", "environment");
+    expectError(
+      await call("POST", "/api-keys", test, { name: "escape", scopes: ["events:read"], environment: "live" }),
+      403,
+      "insufficient_scope",
+      "environment",
+    );
     expect((await call("GET", "/api-keys", live)).body.data.map((k: { name: string }) => k.name)).not.toContain("escape");
     const sandbox = await call("POST", "/api-keys", live, { name: "sandbox", scopes: ["events:read"], environment: "test" });
     expect(sandbox.status).toBe(201);
@@ -177,7 +208,9 @@ describe("keys that reach above themselves", () => {
 describe("PATCH with null into fields that must keep a value", () => {
   it("refuses a workflow's status, name, trigger or steps set to null, and stores nothing", async () => {
     const { live } = await suite.p.createOrg("Nulls");
-    const wf = (await call("POST", "/workflows", live, { name: "n", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })).body.data;
+    const wf = (
+      await call("POST", "/workflows", live, { name: "n", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })
+    ).body.data;
     for (const field of ["status", "name", "trigger", "steps"]) {
       expectError(await call("PATCH", `/workflows/${wf.id}`, live, { [field]: null }), 400, "parameter_invalid", field);
     }
@@ -226,7 +259,8 @@ describe("the SSRF guard", () => {
     const fast = { DATA_DIR: dir, WEBHOOK_TIMEOUT_MS: "500", WEBHOOK_RETRY_DELAYS_MS: "20,20,20,20" };
     p = await startPlatform({ ...fast, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
     const { live } = await p.createOrg("Literal");
-    const wh = (await api(p.baseUrl, "POST", "/webhooks", { key: live, body: { url: rx.url("/literal"), events: ["lit.test"] } })).body.data;
+    const wh = (await api(p.baseUrl, "POST", "/webhooks", { key: live, body: { url: rx.url("/literal"), events: ["lit.test"] } })).body
+      .data;
     expect(wh.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
     await p.stop();
 
@@ -246,7 +280,14 @@ describe("the SSRF guard", () => {
 
   it("refuses a URL to a private address without naming the address", async () => {
     const { live } = await p.createOrg("Names");
-    for (const url of ["https://10.1.2.3/x", "https://[::ffff:0:7f00:1]/x", "https://[::127.0.0.1]/x", "https://[2002:a00:1::1]/x", "https://[fec0::1]/x", "https://[64:ff9b:1::a00:1]/x"]) {
+    for (const url of [
+      "https://10.1.2.3/x",
+      "https://[::ffff:0:7f00:1]/x",
+      "https://[::127.0.0.1]/x",
+      "https://[2002:a00:1::1]/x",
+      "https://[fec0::1]/x",
+      "https://[64:ff9b:1::a00:1]/x",
+    ]) {
       const res = await api(p.baseUrl, "POST", "/webhooks", { key: live, body: { url, events: ["*"] } });
       expectError(res, 400, "url_not_allowed", "url");
       expect(res.body.error.message).toBe("the host resolves to a private address");

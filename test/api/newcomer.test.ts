@@ -26,7 +26,12 @@ let port: number;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "wfp-new-"));
   port = await freePort();
-  server = spawn("npm", ["start"], { cwd: ROOT, env: { ...process.env, PORT: String(port), DATA_DIR: dataDir }, stdio: "ignore", detached: true });
+  server = spawn("npm", ["start"], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir },
+    stdio: "ignore",
+    detached: true,
+  });
   await waitFor("npm start", async () => (await fetch(`http://127.0.0.1:${port}/v1/api-keys`)).status === 401, 60_000);
 });
 

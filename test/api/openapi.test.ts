@@ -20,13 +20,18 @@ describe("the API reference at /v1/openapi.json", () => {
   it("has every route of the gateway's table, with its scope and path parameters, and nothing else", () => {
     for (const route of ROUTES) {
       const op = doc.paths[route.path]?.[route.method.toLowerCase()];
-      expect({ route: `${route.method} ${route.path}`, documented: Boolean(op) }).toEqual({ route: `${route.method} ${route.path}`, documented: true });
+      expect({ route: `${route.method} ${route.path}`, documented: Boolean(op) }).toEqual({
+        route: `${route.method} ${route.path}`,
+        documented: true,
+      });
       expect(op.security).toEqual([{ bearer: route.scope === null ? [] : [route.scope] }]);
       const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       expect((op.parameters ?? []).filter((p: any) => p.in === "path").map((p: any) => p.name)).toEqual(inPath);
       expect(Object.keys(op.responses)).toContain(String(route.status ?? 200));
     }
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     expect(documented.sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 
@@ -36,10 +41,18 @@ describe("the API reference at /v1/openapi.json", () => {
     expect(createHook.additionalProperties).toBe(false);
     expect(createHook.properties.url).toMatchObject({ type: "string", maxLength: 2048 });
     const listWorkflows = doc.paths["/workflows"].get.parameters.map((p: any) => [p.name, p.in, p.required]);
-    expect(listWorkflows).toEqual(expect.arrayContaining([["page", "query", false], ["per_page", "query", false], ["status", "query", false]]));
+    expect(listWorkflows).toEqual(
+      expect.arrayContaining([
+        ["page", "query", false],
+        ["per_page", "query", false],
+        ["status", "query", false],
+      ]),
+    );
     const usage = doc.paths["/analytics/usage"].get.parameters.find((p: any) => p.name === "granularity");
     expect(usage.schema).toMatchObject({ type: "string", enum: ["hour", "day"], default: "hour" });
-    expect(doc.paths["/workflows/{id}/runs"].post.requestBody.content["application/json"].schema.properties.input).toMatchObject({ type: "object" });
+    expect(doc.paths["/workflows/{id}/runs"].post.requestBody.content["application/json"].schema.properties.input).toMatchObject({
+      type: "object",
+    });
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toContain("parameter_invalid");
   });
 });

@@ -236,7 +236,8 @@ describe("retention", () => {
     expect(pruning.filter(({ sql }) => sql.startsWith("DELETE")).length).toBe(3);
     const scans = plans.filter(({ plan }) => plan.some((detail) => /^SCAN (?!json_each)/.test(detail)));
     expect(scans).toEqual([]);
-    for (const { sql, plan } of pruning) expect({ sql, plan: plan.join("; ") }).toEqual({ sql, plan: expect.stringMatching(/(SEARCH|USING).*INDEX/) });
+    for (const { sql, plan } of pruning)
+      expect({ sql, plan: plan.join("; ") }).toEqual({ sql, plan: expect.stringMatching(/(SEARCH|USING).*INDEX/) });
   });
 
   it("two passes at once (two nodes) delete each old document once, batch after batch", async () => {
@@ -288,7 +289,9 @@ describe("retention", () => {
     const left = (await call("GET", "/events?per_page=100")).body.data.map((e: any) => e.id).sort();
     expect(left).toEqual([placed.id, stuck.id, made.eventPending.id, made.eventRun.id].sort());
     expect((await call("GET", `/webhooks/${failing.id}/deliveries`)).body.data.map((d: any) => d.id)).toEqual([retrying.id]);
-    expect((await call("GET", `/webhooks/${hook}/deliveries?per_page=100`)).body.data.map((d: any) => d.id)).toEqual([made.pendingDelivery.id]);
+    expect((await call("GET", `/webhooks/${hook}/deliveries?per_page=100`)).body.data.map((d: any) => d.id)).toEqual([
+      made.pendingDelivery.id,
+    ]);
     expect((await call("GET", `/workflows/${approver}/runs`)).body.data.map((r: any) => r.id)).toEqual([waiting.id]);
     expect((await call("GET", `/workflows/${wf}/runs?per_page=100`)).body.data.map((r: any) => r.id)).toEqual([made.waitingRun.id]);
 
@@ -310,13 +313,18 @@ describe("a run's stored outputs are bounded", () => {
 
   it("50 http steps answered 200 KiB of JSON each: every output is a marker, the run stays small and its page is served", async () => {
     const answer = 200 * 1024;
-    const wf = await workflow({ steps: Array.from({ length: 50 }, () => ({ type: "http", method: "GET", url: `${target.url}/json/${answer}` })) });
+    const wf = await workflow({
+      steps: Array.from({ length: 50 }, () => ({ type: "http", method: "GET", url: `${target.url}/json/${answer}` })),
+    });
     const started = (await call("POST", `/workflows/${wf}/runs`, {})).body.data;
     const run = await ended(wf, started.id, 30_000);
     expect(run.status).toBe("succeeded");
     expect(run.steps).toHaveLength(50);
     for (const step of run.steps) {
-      expect(step).toMatchObject({ status: "succeeded", output: { status_code: 200, truncated: true, size: answer, preview: expect.any(String) } });
+      expect(step).toMatchObject({
+        status: "succeeded",
+        output: { status_code: 200, truncated: true, size: answer, preview: expect.any(String) },
+      });
       expect(jsonOf(answer).startsWith(step.output.preview)).toBe(true);
       expect(step.output.preview.length).toBeGreaterThan(PREVIEW_MAX_BYTES / 2);
       expect(step.output.body).toBeUndefined();
@@ -330,7 +338,9 @@ describe("a run's stored outputs are bounded", () => {
 
   it("50 http steps answered 60 KiB each: outputs are kept until the run holds its bound, then stored as markers", async () => {
     const answer = 60 * 1024;
-    const wf = await workflow({ steps: Array.from({ length: 50 }, () => ({ type: "http", method: "GET", url: `${target.url}/json/${answer}` })) });
+    const wf = await workflow({
+      steps: Array.from({ length: 50 }, () => ({ type: "http", method: "GET", url: `${target.url}/json/${answer}` })),
+    });
     const started = (await call("POST", `/workflows/${wf}/runs`, {})).body.data;
     const run = await ended(wf, started.id, 30_000);
     expect(run.status).toBe("succeeded");
@@ -353,7 +363,16 @@ describe("a run's stored outputs are bounded", () => {
     const wf = await workflow({
       steps: [
         { id: "fetch", type: "http", method: "GET", url: big },
-        { id: "report", type: "http", url: `${target.url}/echo`, body: { code: "{{steps.fetch.output.status_code}}", cut: "{{steps.fetch.output.truncated}}", size: "{{steps.fetch.output.size}}" } },
+        {
+          id: "report",
+          type: "http",
+          url: `${target.url}/echo`,
+          body: {
+            code: "{{steps.fetch.output.status_code}}",
+            cut: "{{steps.fetch.output.truncated}}",
+            size: "{{steps.fetch.output.size}}",
+          },
+        },
         { id: "use", type: "http", url: `${target.url}/echo`, body: { id: "{{steps.fetch.output.body.id}}" } },
         { id: "after", type: "delay", duration_ms: 1 },
       ],
@@ -363,7 +382,9 @@ describe("a run's stored outputs are bounded", () => {
     const run = await ended(wf, started.id);
     expect(run.status).toBe("failed");
     expect(run.steps.map((s: any) => s.status)).toEqual(["succeeded", "succeeded", "failed", "skipped"]);
-    expect(run.steps[2].error).toMatch(/\{\{steps\.fetch\.output\.body\.id\}\} reads the output of step 'fetch', which was not stored whole/);
+    expect(run.steps[2].error).toMatch(
+      /\{\{steps\.fetch\.output\.body\.id\}\} reads the output of step 'fetch', which was not stored whole/,
+    );
     expect(target.echoed.map((b) => JSON.parse(b))).toEqual([{ code: 200, cut: true, size: STEP_OUTPUT_MAX_BYTES + 1 }]);
   });
 });

@@ -30,7 +30,10 @@ describe("values round-trip through the API and a restart", () => {
 
   it("reads back every generated event data and run input exactly, also after a restart", async () => {
     const values = fc.sample(anyObject, { numRuns: 150, seed: 22 });
-    const workflow = await api(p.baseUrl, "POST", "/workflows", { key, body: { name: "echo", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] } });
+    const workflow = await api(p.baseUrl, "POST", "/workflows", {
+      key,
+      body: { name: "echo", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] },
+    });
     expect(workflow.status).toBe(201);
     const events: string[] = [];
     const runs: string[] = [];

@@ -68,19 +68,30 @@ async function until(wfId: string, runId: string, check: (run: any) => boolean, 
     await sleep(25);
   }
 }
-const ended = (wfId: string, runId: string, timeoutMs?: number) => until(wfId, runId, (r) => ["succeeded", "failed", "cancelled"].includes(r.status), timeoutMs);
+const ended = (wfId: string, runId: string, timeoutMs?: number) =>
+  until(wfId, runId, (r) => ["succeeded", "failed", "cancelled"].includes(r.status), timeoutMs);
 const completions = async (runId: string) =>
   (await call("GET", "/events?type=workflow.completed&per_page=100")).body.data.filter((e: any) => e.data.run_id === runId);
 
 describe("runs end to end", () => {
   it("an event starts a run: http step, approval (announced by webhook), approved over the API, emit, succeeded", async () => {
     target.answer = () => ({ status: 200, json: { ref: "R-42" } });
-    const hook = await call("POST", "/webhooks", { url: rx.url("/e2e"), events: ["approval.requested", "workflow.completed", "order.shipped"] });
+    const hook = await call("POST", "/webhooks", {
+      url: rx.url("/e2e"),
+      events: ["approval.requested", "workflow.completed", "order.shipped"],
+    });
     rx.setSecret("/e2e", hook.body.data.secret);
     const wf = await workflow({
       trigger: { type: "event", event_type: "order.created" },
       steps: [
-        { id: "fetch", type: "http", method: "POST", url: `${target.url}/orders/{{input.event.data.order_id}}`, headers: { "x-order": "{{input.event.data.order_id}}" }, body: { order: "{{input.event.data.order_id}}", qty: "{{input.event.data.qty}}" } },
+        {
+          id: "fetch",
+          type: "http",
+          method: "POST",
+          url: `${target.url}/orders/{{input.event.data.order_id}}`,
+          headers: { "x-order": "{{input.event.data.order_id}}" },
+          body: { order: "{{input.event.data.order_id}}", qty: "{{input.event.data.qty}}" },
+        },
         { id: "ok", type: "approval", message: "Ship {{steps.fetch.output.body.ref}}?" },
         { id: "tell", type: "emit", event_type: "order.shipped", data: { ref: "{{steps.fetch.output.body.ref}}" } },
       ],
@@ -99,7 +110,11 @@ describe("runs end to end", () => {
     expect(JSON.parse(target.got[0].body)).toEqual({ order: "o1", qty: 3 });
 
     const waiting = (await call("GET", `/workflows/${wf.id}/runs/${runId}`)).body.data;
-    expect(waiting).toMatchObject({ status: "waiting", workflow_version: 1, trigger: { type: "event", event_id: emitted.body.data.id, event_type: "order.created" } });
+    expect(waiting).toMatchObject({
+      status: "waiting",
+      workflow_version: 1,
+      trigger: { type: "event", event_id: emitted.body.data.id, event_type: "order.created" },
+    });
     expect(waiting.input.event.data).toEqual({ order_id: "o1", qty: 3 });
     expect(waiting.steps.map((s: any) => s.status)).toEqual(["succeeded", "waiting", "pending"]);
     expect(waiting.steps[0]).toMatchObject({ output: { status_code: 200, body: { ref: "R-42" } }, attempts: 1, error: null });
@@ -115,9 +130,14 @@ describe("runs end to end", () => {
     const run = (await call("GET", `/workflows/${wf.id}/runs/${runId}`)).body.data;
     expect(run.status).toBe("succeeded");
     expect(run.finished_at).toEqual(expect.any(String));
-    expect(run.steps.map((s: any) => [s.id, s.status])).toEqual([["fetch", "succeeded"], ["ok", "succeeded"], ["tell", "succeeded"]]);
+    expect(run.steps.map((s: any) => [s.id, s.status])).toEqual([
+      ["fetch", "succeeded"],
+      ["ok", "succeeded"],
+      ["tell", "succeeded"],
+    ]);
     expect(run.steps[2].output.event_id).toBe(shipped[0].json.id);
-    for (const internal of ["org_id", "definition", "cursor", "rev", "due_at", "lease", "outbox", "trigger_key"]) expect(run).not.toHaveProperty(internal);
+    for (const internal of ["org_id", "definition", "cursor", "rev", "due_at", "lease", "outbox", "trigger_key"])
+      expect(run).not.toHaveProperty(internal);
     // One event, one run.
     const runs = (await call("GET", `/workflows/${wf.id}/runs`)).body;
     expect(runs.meta.total).toBe(1);
@@ -125,11 +145,21 @@ describe("runs end to end", () => {
 
   it("an http step that keeps failing ends the run failed after its retries", async () => {
     target.answer = () => ({ status: 500, json: { error: "down" } });
-    const wf = await workflow({ steps: [{ id: "call", type: "http", url: `${target.url}/x`, retries: 2 }, { type: "emit", event_type: "never.sent" }] });
+    const wf = await workflow({
+      steps: [
+        { id: "call", type: "http", url: `${target.url}/x`, retries: 2 },
+        { type: "emit", event_type: "never.sent" },
+      ],
+    });
     const run = await start(wf.id);
     const done = await ended(wf.id, run.id);
     expect(done.status).toBe("failed");
-    expect(done.steps[0]).toMatchObject({ status: "failed", attempts: 3, error: "the server answered 500", output: { status_code: 500, body: { error: "down" } } });
+    expect(done.steps[0]).toMatchObject({
+      status: "failed",
+      attempts: 3,
+      error: "the server answered 500",
+      output: { status_code: 500, body: { error: "down" } },
+    });
     expect(done.steps[1].status).toBe("skipped");
     expect(target.got).toHaveLength(3);
     await sleep(100);
@@ -147,7 +177,12 @@ describe("runs end to end", () => {
   });
 
   it("cancel during a delay ends the run cancelled, and nothing after it runs", async () => {
-    const wf = await workflow({ steps: [{ type: "delay", duration_ms: 1500 }, { type: "http", url: `${target.url}/after` }] });
+    const wf = await workflow({
+      steps: [
+        { type: "delay", duration_ms: 1500 },
+        { type: "http", url: `${target.url}/after` },
+      ],
+    });
     const run = await start(wf.id);
     expect(run.status).toBe("queued");
     await until(wf.id, run.id, (r) => r.status === "waiting");
@@ -163,7 +198,12 @@ describe("runs end to end", () => {
   });
 
   it("a delay is a stored wait: the run goes on when it is due", async () => {
-    const wf = await workflow({ steps: [{ type: "delay", duration_ms: 300 }, { type: "emit", event_type: "delay.done", data: { n: 1 } }] });
+    const wf = await workflow({
+      steps: [
+        { type: "delay", duration_ms: 300 },
+        { type: "emit", event_type: "delay.done", data: { n: 1 } },
+      ],
+    });
     const t0 = Date.now();
     const run = await start(wf.id);
     const done = await ended(wf.id, run.id);
@@ -173,7 +213,12 @@ describe("runs end to end", () => {
   });
 
   it("approving or rejecting a run that is not waiting for approval is a 409; reject ends it failed", async () => {
-    const wf = await workflow({ steps: [{ type: "approval", message: "go?" }, { type: "emit", event_type: "went.ahead" }] });
+    const wf = await workflow({
+      steps: [
+        { type: "approval", message: "go?" },
+        { type: "emit", event_type: "went.ahead" },
+      ],
+    });
     const run = await start(wf.id);
     await until(wf.id, run.id, (r) => r.status === "waiting");
     const rejected = await call("POST", `/workflows/${wf.id}/runs/${run.id}/reject`);
@@ -205,7 +250,8 @@ describe("runs end to end", () => {
     const a = await workflow({ trigger: { type: "event", event_type: "ping.a" }, steps: [{ type: "emit", event_type: "ping.b" }] });
     const b = await workflow({ trigger: { type: "event", event_type: "ping.b" }, steps: [{ type: "emit", event_type: "ping.a" }] });
     await call("POST", "/events", { type: "ping.a" });
-    const total = async () => (await call("GET", `/workflows/${a.id}/runs`)).body.meta.total + (await call("GET", `/workflows/${b.id}/runs`)).body.meta.total;
+    const total = async () =>
+      (await call("GET", `/workflows/${a.id}/runs`)).body.meta.total + (await call("GET", `/workflows/${b.id}/runs`)).body.meta.total;
     const deadline = Date.now() + 8000;
     while ((await total()) < 10 && Date.now() < deadline) await sleep(50);
     await sleep(800);
@@ -220,7 +266,12 @@ describe("runs end to end", () => {
     const mine = await workflow({ steps: [{ type: "delay", duration_ms: 1 }] });
     expectError(await call("POST", `/workflows/${mine.id}/runs`, {}, suite.globex.live), 404, "resource_not_found", "id");
     expectError(await call("POST", `/workflows/${mine.id}/runs`, { input: [1, 2] }), 400, "parameter_invalid", "input");
-    expectError(await call("POST", `/workflows/${mine.id}/runs`, { input: { big: "x".repeat(70_000) } }), 400, "parameter_invalid", "input");
+    expectError(
+      await call("POST", `/workflows/${mine.id}/runs`, { input: { big: "x".repeat(70_000) } }),
+      400,
+      "parameter_invalid",
+      "input",
+    );
     const run = await start(mine.id, { a: 1 });
     expectError(await call("GET", `/workflows/${mine.id}/runs/${run.id}`, undefined, suite.globex.live), 404, "resource_not_found");
     expectError(await call("GET", `/workflows/${mine.id}/runs/${run.id}`, undefined, suite.acme.test), 404, "resource_not_found");

@@ -138,7 +138,8 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
   let runId: string;
   let firstAttemptAt: number;
 
-  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => api((p as Platform).baseUrl, method, path, { key: acme.live, body, headers });
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    api((p as Platform).baseUrl, method, path, { key: acme.live, body, headers });
   const ready = async () => {
     const res = await api((p as Platform).baseUrl.replace(/\/v1$/, ""), "GET", "/ready");
     return { status: res.status, body: res.body };
@@ -148,7 +149,11 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     p = await startPlatform(ENV);
     const services = p.broker.getLocalService.bind(p.broker) as (name: string) => unknown;
     const loggerOf = (name: string) => (services(name) as { logger: { warn(...a: unknown[]): void } }).logger;
-    warns = { dispatcher: jest.spyOn(loggerOf("webhook-dispatcher"), "warn"), workflows: jest.spyOn(loggerOf("workflows"), "warn"), gateway: jest.spyOn(loggerOf("gateway"), "warn") };
+    warns = {
+      dispatcher: jest.spyOn(loggerOf("webhook-dispatcher"), "warn"),
+      workflows: jest.spyOn(loggerOf("workflows"), "warn"),
+      gateway: jest.spyOn(loggerOf("gateway"), "warn"),
+    };
     const deliveries = (services("webhook-dispatcher") as { deliveries: { update(...a: unknown[]): Promise<unknown> } }).deliveries;
     const update = deliveries.update.bind(deliveries);
     jest.spyOn(deliveries, "update").mockImplementation((...args: unknown[]) =>
@@ -222,14 +227,23 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     expect(event.status).toBe(201);
     ids.events.push(event.body.data.id);
     // Its delivery's first attempt fails and is settled (stored); the retry is due 2 s later.
-    await until("the first attempt settled", () => call("GET", `/webhooks/${webhookId}/deliveries`), (r) => r.body.data?.[0]?.attempts?.length === 1);
+    await until(
+      "the first attempt settled",
+      () => call("GET", `/webhooks/${webhookId}/deliveries`),
+      (r) => r.body.data?.[0]?.attempts?.length === 1,
+    );
     firstAttemptAt = Date.now();
 
     // The run's http step fills the disk while its request is being answered (see fillDisk).
     const run = await call("POST", `/workflows/${workflowId}/runs`, {});
     expect(run.status).toBe(201);
     runId = run.body.data.id;
-    await until("the disk filled", async () => target.filled, (f) => f !== undefined, 5000);
+    await until(
+      "the disk filled",
+      async () => target.filled,
+      (f) => f !== undefined,
+      5000,
+    );
     expect(target.filled).toBe(true);
     expect(Date.now() - firstAttemptAt).toBeLessThan(1500); // filled before the webhook retry is due
   });
@@ -303,20 +317,38 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     expect(await ready()).toMatchObject({ status: 200, body: { status: "ready", store: "ok" } });
 
     // The retry that was due while the disk was full goes out once the claim is stored (back-off ≤ 5 s).
-    await until("the first delivery succeeded", () => call("GET", `/webhooks/${webhookId}/deliveries?per_page=100`), (r) =>
-      r.body.data?.some((d: { event_id: string; status: string }) => d.event_id === ids.events[0] && d.status === "succeeded"),
+    await until(
+      "the first delivery succeeded",
+      () => call("GET", `/webhooks/${webhookId}/deliveries?per_page=100`),
+      (r) => r.body.data?.some((d: { event_id: string; status: string }) => d.event_id === ids.events[0] && d.status === "succeeded"),
     );
     // The run: its claim lapses (timeout 1 s + 5 s) and it is claimed again; the step's request is
     // sent once more (its first answer was never stored) and the run completes.
-    const run = await until("the run ended", () => call("GET", `/workflows/${workflowId}/runs/${runId}`), (r) => ["succeeded", "failed"].includes(r.body.data?.status), 15_000);
-    expect(run.body.data).toMatchObject({ status: "succeeded", steps: [{ status: "succeeded", attempts: 1, output: { status_code: 200 } }, { status: "succeeded" }] });
-    const held = await until("the run's event", () => call("GET", "/events?type=order.held"), (r) => r.body.data?.length === 1);
+    const run = await until(
+      "the run ended",
+      () => call("GET", `/workflows/${workflowId}/runs/${runId}`),
+      (r) => ["succeeded", "failed"].includes(r.body.data?.status),
+      15_000,
+    );
+    expect(run.body.data).toMatchObject({
+      status: "succeeded",
+      steps: [{ status: "succeeded", attempts: 1, output: { status_code: 200 } }, { status: "succeeded" }],
+    });
+    const held = await until(
+      "the run's event",
+      () => call("GET", "/events?type=order.held"),
+      (r) => r.body.data?.length === 1,
+    );
     ids.events.push(held.body.data[0].id);
 
     await sleep(1000); // nothing more arrives
     expect(target.got.filter((g) => g === "/hold")).toHaveLength(2);
     const deliveries = (await call("GET", `/webhooks/${webhookId}/deliveries?per_page=100`)).body.data;
-    expect(deliveries.find((d: { event_id: string }) => d.event_id === ids.events[0]).attempts.map((a: { status_code: number }) => a.status_code)).toEqual([500, 200]);
+    expect(
+      deliveries
+        .find((d: { event_id: string }) => d.event_id === ids.events[0])
+        .attempts.map((a: { status_code: number }) => a.status_code),
+    ).toEqual([500, 200]);
     // One request per attempt stored, none lost or repeated.
     expect(rx.byPath("/hook").length).toBe(2);
     // Logged once per kind of failure, not per poll or per delivery.

@@ -40,7 +40,9 @@ const deliveries = async (key: string, webhookId: string, query = "") =>
 /** The two signatures, computed here by hand from the documented rules. */
 const serviceSignature = (secret: string, body: string) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 const standardSignature = ([secret]: string[], id: string, ts: number, body: string) =>
-  `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64")).update(`${id}.${ts}.${body}`).digest("base64")}`;
+  `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+    .update(`${id}.${ts}.${body}`)
+    .digest("base64")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls the delivery log until `check` holds for the delivery of `eventId`. */
@@ -117,13 +119,19 @@ describe("POST /webhooks and its siblings", () => {
     expectError(await post({ url: "ftp://example.com/x", events: ["*"] }), 400, "url_not_allowed", "url");
     expectError(await post({ url: rx.url("/x"), events: ["*"], secret: "mine" }), 400, "parameter_unknown", "secret");
     const wh = await hook(acme.live, ["*"]);
-    expectError(await api(p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: acme.live, body: { status: "paused" } }), 400, "parameter_invalid", "status");
+    expectError(
+      await api(p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: acme.live, body: { status: "paused" } }),
+      400,
+      "parameter_invalid",
+      "status",
+    );
     const listed = await api(p.baseUrl, "GET", "/webhooks?per_page=100", { key: acme.live });
     expect(listed.body.data.every((w: any) => w.url !== "not a url")).toBe(true);
   });
 
   it("needs webhooks:read to read and webhooks:write to change", async () => {
-    const reader = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "r", scopes: ["webhooks:read"] } })).body.data.key;
+    const reader = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "r", scopes: ["webhooks:read"] } })).body.data
+      .key;
     expect((await api(p.baseUrl, "GET", "/webhooks", { key: reader })).status).toBe(200);
     const res = await api(p.baseUrl, "POST", "/webhooks", { key: reader, body: { url: rx.url("/x"), events: ["*"] } });
     expectError(res, 403, "insufficient_scope");
@@ -143,7 +151,12 @@ describe("delivery", () => {
     await rx.waitFor(() => rx.byPath(everything.path).length >= 2 && rx.byPath(orders.path).length >= 1, 5000);
     await sleep(300);
     expect(rx.byPath(orders.path).map((r) => r.json.id)).toEqual([order.id]);
-    expect(rx.byPath(everything.path).map((r) => r.json.id).sort()).toEqual([order.id, signup.id].sort());
+    expect(
+      rx
+        .byPath(everything.path)
+        .map((r) => r.json.id)
+        .sort(),
+    ).toEqual([order.id, signup.id].sort());
     expect(rx.byPath(testEnv.path)).toEqual([]);
     expect(rx.byPath(otherOrg.path)).toEqual([]);
 
@@ -160,18 +173,34 @@ describe("delivery", () => {
     expect(Math.abs(Number(got.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(30);
 
     const log = await settled(acme.live, orders.id, order.id, "succeeded");
-    expect(log).toMatchObject({ id: got.headers["service-delivery"], event_type: "order.created", environment: "live", next_attempt_at: null });
-    expect(log.attempts).toEqual([{ number: 1, at: expect.stringMatching(/Z$/), status_code: 200, duration_ms: expect.any(Number), error: null }]);
+    expect(log).toMatchObject({
+      id: got.headers["service-delivery"],
+      event_type: "order.created",
+      environment: "live",
+      next_attempt_at: null,
+    });
+    expect(log.attempts).toEqual([
+      { number: 1, at: expect.stringMatching(/Z$/), status_code: 200, duration_ms: expect.any(Number), error: null },
+    ]);
     const one = await api(p.baseUrl, "GET", `/webhooks/${orders.id}/deliveries/${log.id}`, { key: acme.live });
     expect(one.body.data).toEqual(log);
     // A delivery is found only under its own webhook and organization.
-    expectError(await api(p.baseUrl, "GET", `/webhooks/${everything.id}/deliveries/${log.id}`, { key: acme.live }), 404, "resource_not_found");
-    expectError(await api(p.baseUrl, "GET", `/webhooks/${orders.id}/deliveries/${log.id}`, { key: globex.live }), 404, "resource_not_found");
+    expectError(
+      await api(p.baseUrl, "GET", `/webhooks/${everything.id}/deliveries/${log.id}`, { key: acme.live }),
+      404,
+      "resource_not_found",
+    );
+    expectError(
+      await api(p.baseUrl, "GET", `/webhooks/${orders.id}/deliveries/${log.id}`, { key: globex.live }),
+      404,
+      "resource_not_found",
+    );
   });
 
   it("delivers system events such as api_key.revoked to subscribers", async () => {
     const keysHook = await hook(acme.live, ["api_key.revoked"]);
-    const made = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "doomed", scopes: ["events:read"] } })).body.data;
+    const made = (await api(p.baseUrl, "POST", "/api-keys", { key: acme.live, body: { name: "doomed", scopes: ["events:read"] } })).body
+      .data;
     await api(p.baseUrl, "DELETE", `/api-keys/${made.id}`, { key: acme.live });
     const [got] = await rx.waitFor(() => rx.byPath(keysHook.path).length >= 1, 5000).then(() => rx.byPath(keysHook.path));
     expect(got.json).toMatchObject({ type: "api_key.revoked", data: { key_id: made.id, name: "doomed" } });
@@ -184,7 +213,11 @@ describe("delivery", () => {
     rx.behave(wh.path, (n) => ({ status: n <= 2 ? 500 : 200 }));
     const event = await emit(acme.live, "retry.me");
     const log = await settled(acme.live, wh.id, event.id, "succeeded");
-    expect(log.attempts.map((a: any) => [a.number, a.status_code])).toEqual([[1, 500], [2, 500], [3, 200]]);
+    expect(log.attempts.map((a: any) => [a.number, a.status_code])).toEqual([
+      [1, 500],
+      [2, 500],
+      [3, 200],
+    ]);
     expect(log.attempts[0].error).toContain("500");
     for (const a of log.attempts) expect(a.duration_ms).toBeGreaterThanOrEqual(0);
     const got = rx.byPath(wh.path);
@@ -259,11 +292,16 @@ describe("delivery", () => {
 
     rx.behave(wh.path, () => ({ hang: true }));
     const stuck = await emit(acme.live, "again.please");
-    const pending = (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id)
-      ?? (await sleep(100), (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id));
+    const pending =
+      (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id) ??
+      (await sleep(100), (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id));
     const conflict = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/deliveries/${pending.id}/redeliver`, { key: acme.live });
     expectError(conflict, 409, "invalid_state");
-    expectError(await api(p.baseUrl, "POST", `/webhooks/${wh.id}/deliveries/del_nope/redeliver`, { key: acme.live }), 404, "resource_not_found");
+    expectError(
+      await api(p.baseUrl, "POST", `/webhooks/${wh.id}/deliveries/del_nope/redeliver`, { key: acme.live }),
+      404,
+      "resource_not_found",
+    );
   });
 
   it("disables a webhook after 10 deliveries in a row fail, emits webhook.disabled, and re-enables on PATCH", async () => {
@@ -288,7 +326,9 @@ describe("delivery", () => {
     expect(told).toHaveLength(1);
     expect(told[0].json).toMatchObject({ type: "webhook.disabled", data: { webhook_id: broken.id } });
     const logged = await api(p.baseUrl, "GET", "/events?type=webhook.disabled&per_page=100", { key: acme.live });
-    expect(logged.body.data.filter((e: any) => e.data.webhook_id === broken.id)).toEqual([expect.objectContaining({ source: "webhooks", id: told[0].json.id })]);
+    expect(logged.body.data.filter((e: any) => e.data.webhook_id === broken.id)).toEqual([
+      expect.objectContaining({ source: "webhooks", id: told[0].json.id }),
+    ]);
 
     // Disabled: new events are not delivered to it.
     const sent = rx.byPath(broken.path).length;
@@ -385,7 +425,12 @@ describe("webhook URL rules (WEBHOOK_ALLOW_PRIVATE_TARGETS unset)", () => {
 
   it("applies the rules to PATCH too", async () => {
     const wh = (await post(org.live, "https://93.184.215.14/hook")).body.data;
-    expectError(await api(strict.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: org.live, body: { url: "https://127.0.0.1/x" } }), 400, "url_not_allowed", "url");
+    expectError(
+      await api(strict.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: org.live, body: { url: "https://127.0.0.1/x" } }),
+      400,
+      "url_not_allowed",
+      "url",
+    );
     expect((await api(strict.baseUrl, "GET", `/webhooks/${wh.id}`, { key: org.live })).body.data.url).toBe("https://93.184.215.14/hook");
   });
 });

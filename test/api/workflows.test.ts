@@ -33,7 +33,16 @@ describe("workflows", () => {
     });
     expect(wf.org_id).toBeUndefined();
     expect(wf.steps).toEqual([
-      { id: "notify", type: "http", method: "POST", url: PUBLIC, headers: {}, body: { order: "{{input.order.id}}" }, timeout_ms: 10000, retries: 0 },
+      {
+        id: "notify",
+        type: "http",
+        method: "POST",
+        url: PUBLIC,
+        headers: {},
+        body: { order: "{{input.order.id}}" },
+        timeout_ms: 10000,
+        retries: 0,
+      },
       { id: "step_2", type: "delay", duration_ms: 1000 },
       { id: "ok", type: "approval", message: "Ship {{steps.notify.output.body.ref}}?" },
       { id: "step_4", type: "emit", event_type: "order.shipped", data: { ref: "{{steps.notify.output.body.ref}}" } },
@@ -63,17 +72,28 @@ describe("workflows", () => {
 
   it("updates: every change adds one to the version; a refused change leaves it as it was", async () => {
     const wf = (await create(suite.acme.live, valid())).body.data;
-    const renamed = await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, { key: suite.acme.live, body: { name: "Renamed", status: "inactive" } });
+    const renamed = await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, {
+      key: suite.acme.live,
+      body: { name: "Renamed", status: "inactive" },
+    });
     expect(renamed.status).toBe(200);
     expect(renamed.body.data).toMatchObject({ name: "Renamed", status: "inactive", version: 2, steps: wf.steps });
     const resteps = await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, {
       key: suite.acme.live,
       body: { steps: [{ type: "delay", duration_ms: 5 }], trigger: { type: "manual" }, description: null },
     });
-    expect(resteps.body.data).toMatchObject({ version: 3, trigger: { type: "manual" }, description: null, steps: [{ id: "step_1", type: "delay", duration_ms: 5 }] });
+    expect(resteps.body.data).toMatchObject({
+      version: 3,
+      trigger: { type: "manual" },
+      description: null,
+      steps: [{ id: "step_1", type: "delay", duration_ms: 5 }],
+    });
     expect(resteps.body.data.updated_at >= wf.updated_at).toBe(true);
 
-    const refused = await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, { key: suite.acme.live, body: { steps: [{ type: "delay", duration_ms: -1 }] } });
+    const refused = await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, {
+      key: suite.acme.live,
+      body: { steps: [{ type: "delay", duration_ms: -1 }] },
+    });
     expectError(refused, 400, "parameter_invalid", "steps[0].duration_ms");
     const after = await api(suite.p.baseUrl, "GET", `/workflows/${wf.id}`, { key: suite.acme.live });
     expect(after.body.data).toEqual(resteps.body.data);
@@ -92,7 +112,12 @@ describe("workflows", () => {
     const wf = (await create(suite.acme.live, valid())).body.data;
     for (const key of [suite.globex.live, suite.acme.test]) {
       expectError(await api(suite.p.baseUrl, "GET", `/workflows/${wf.id}`, { key }), 404, "resource_not_found", "id");
-      expectError(await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, { key, body: { name: "mine" } }), 404, "resource_not_found", "id");
+      expectError(
+        await api(suite.p.baseUrl, "PATCH", `/workflows/${wf.id}`, { key, body: { name: "mine" } }),
+        404,
+        "resource_not_found",
+        "id",
+      );
       expectError(await api(suite.p.baseUrl, "DELETE", `/workflows/${wf.id}`, { key }), 404, "resource_not_found", "id");
       const list = await api(suite.p.baseUrl, "GET", "/workflows?per_page=100", { key });
       expect(list.body.data.map((w: any) => w.id)).not.toContain(wf.id);
@@ -101,11 +126,16 @@ describe("workflows", () => {
   });
 
   it("enforces workflows:read and workflows:write", async () => {
-    const made = await api(suite.p.baseUrl, "POST", "/api-keys", { key: suite.acme.live, body: { name: "reader", scopes: ["workflows:read"] } });
+    const made = await api(suite.p.baseUrl, "POST", "/api-keys", {
+      key: suite.acme.live,
+      body: { name: "reader", scopes: ["workflows:read"] },
+    });
     const reader = made.body.data.key as string;
     expect((await api(suite.p.baseUrl, "GET", "/workflows", { key: reader })).status).toBe(200);
     expectError(await create(reader, valid()), 403, "insufficient_scope");
-    const other = (await api(suite.p.baseUrl, "POST", "/api-keys", { key: suite.acme.live, body: { name: "events", scopes: ["events:read"] } })).body.data.key;
+    const other = (
+      await api(suite.p.baseUrl, "POST", "/api-keys", { key: suite.acme.live, body: { name: "events", scopes: ["events:read"] } })
+    ).body.data.key;
     expectError(await api(suite.p.baseUrl, "GET", "/workflows", { key: other }), 403, "insufficient_scope");
   });
 });
@@ -120,10 +150,25 @@ describe("workflow validation names the step and the field", () => {
     ["an unknown type", { steps: [{ type: "sms" }] }, "parameter_invalid", "steps[0].type"],
     ["a field the type lacks", { steps: [{ type: "delay", duration_ms: 5, url: PUBLIC }] }, "parameter_unknown", "steps[0].url"],
     ["a bad id", { steps: [{ id: "Fetch It", type: "delay", duration_ms: 5 }] }, "parameter_invalid", "steps[0].id"],
-    ["a repeated id", { steps: [{ id: "a", type: "delay", duration_ms: 5 }, { id: "a", type: "delay", duration_ms: 5 }] }, "parameter_invalid", "steps[1].id"],
+    [
+      "a repeated id",
+      {
+        steps: [
+          { id: "a", type: "delay", duration_ms: 5 },
+          { id: "a", type: "delay", duration_ms: 5 },
+        ],
+      },
+      "parameter_invalid",
+      "steps[1].id",
+    ],
     ["an http step without url", { steps: [{ type: "http" }] }, "parameter_invalid", "steps[0].url"],
     ["a malformed url", { steps: [http({ url: "not a url" })] }, "parameter_invalid", "steps[0].url"],
-    ["an ftp url", { steps: [{ type: "delay", duration_ms: 1 }, http({ url: "ftp://93.184.216.34/x" })] }, "url_not_allowed", "steps[1].url"],
+    [
+      "an ftp url",
+      { steps: [{ type: "delay", duration_ms: 1 }, http({ url: "ftp://93.184.216.34/x" })] },
+      "url_not_allowed",
+      "steps[1].url",
+    ],
     ["plain http in live", { steps: [http({ url: "http://93.184.216.34/x" })] }, "url_not_allowed", "steps[0].url"],
     ["a private target", { steps: [http({ url: "https://10.1.2.3/x" })] }, "url_not_allowed", "steps[0].url"],
     ["a loopback target", { steps: [http({ url: "https://[::1]/x" })] }, "url_not_allowed", "steps[0].url"],
@@ -139,14 +184,24 @@ describe("workflow validation names the step and the field", () => {
     ["emitting a system type", { steps: [{ type: "emit", event_type: "workflow.completed" }] }, "parameter_invalid", "steps[0].event_type"],
     ["emitting a malformed type", { steps: [{ type: "emit", event_type: "Order Shipped" }] }, "parameter_invalid", "steps[0].event_type"],
     ["emit data that is a list", { steps: [{ type: "emit", event_type: "a.b", data: [1] }] }, "parameter_invalid", "steps[0].data"],
-    ["a template of nothing known", { steps: [http({ url: "https://93.184.216.34/{{env.secret}}" })] }, "parameter_invalid", "steps[0].url"],
+    [
+      "a template of nothing known",
+      { steps: [http({ url: "https://93.184.216.34/{{env.secret}}" })] },
+      "parameter_invalid",
+      "steps[0].url",
+    ],
     [
       "a template of a later step",
       { steps: [http({ body: { x: ["{{steps.later.output.id}}"] } }), { id: "later", type: "delay", duration_ms: 1 }] },
       "parameter_invalid",
       "steps[0].body.x[0]",
     ],
-    ["a template of its own step", { steps: [{ id: "me", ...http({ headers: { "x-id": "{{steps.me.output.id}}" } }) }] }, "parameter_invalid", "steps[0].headers.x-id"],
+    [
+      "a template of its own step",
+      { steps: [{ id: "me", ...http({ headers: { "x-id": "{{steps.me.output.id}}" } }) }] },
+      "parameter_invalid",
+      "steps[0].headers.x-id",
+    ],
     ["no trigger", { trigger: undefined }, "parameter_missing", "trigger"],
     ["a trigger of another kind", { trigger: { type: "cron" } }, "parameter_invalid", "trigger.type"],
     ["an event trigger without type", { trigger: { type: "event" } }, "parameter_invalid", "trigger.event_type"],

@@ -16,7 +16,11 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_RETRY_DELAYS_MS: "100,100,100,100", WEBHOOK_TIMEOUT_MS: "2000" });
+const suite = usePlatform({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WEBHOOK_RETRY_DELAYS_MS: "100,100,100,100",
+  WEBHOOK_TIMEOUT_MS: "2000",
+});
 let rx: Receiver;
 /** The target of the workflow's http step: a plain server that records what it is sent. */
 let target: Server;
@@ -41,22 +45,38 @@ beforeAll(async () => {
   rx = await startReceiver();
   target = createServer((req, res) => {
     let body = "";
-    req.on("data", (c) => (body += c)).on("end", () => {
-      posted.push(JSON.parse(body));
-      res.writeHead(200, { "content-type": "application/json" }).end('{"refund":"ok"}');
-    });
+    req
+      .on("data", (c) => (body += c))
+      .on("end", () => {
+        posted.push(JSON.parse(body));
+        res.writeHead(200, { "content-type": "application/json" }).end('{"refund":"ok"}');
+      });
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // This machine's network is closed: keep Chromium from trying to reach Google's hosts.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
   // A failed load also logs to the console: those are checked one by one through `refusals`.
-  page.on("console", (msg) => msg.type() === "error" && !msg.text().startsWith("Failed to load resource") && problems.push(`console: ${msg.text()}`));
-  page.on("response", (res) => res.status() >= 400 && refusals.push(`${res.status()} ${res.request().method()} ${new URL(res.url()).pathname}`));
+  page.on(
+    "console",
+    (msg) => msg.type() === "error" && !msg.text().startsWith("Failed to load resource") && problems.push(`console: ${msg.text()}`),
+  );
+  page.on(
+    "response",
+    (res) => res.status() >= 400 && refusals.push(`${res.status()} ${res.request().method()} ${new URL(res.url()).pathname}`),
+  );
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
 });
 
@@ -153,7 +173,10 @@ describe("in the browser", () => {
     expect(me.body.data.api_key.scopes.sort()).toEqual(["analytics:read", "events:read"]);
 
     await page.getByRole("button", { name: "Copy" }).click();
-    await page.getByRole("status").filter({ hasText: /clipboard/ }).waitFor();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /clipboard/ })
+      .waitFor();
     await page.getByRole("button", { name: "I have saved it" }).click();
     await expect(secretBox.count()).resolves.toBe(0);
     // Gone from the page for good: nowhere in the DOM any more.
@@ -223,7 +246,12 @@ describe("in the browser", () => {
     await page.getByRole("table").getByRole("link", { name: eventId }).click();
     const json = page.getByLabel(`JSON of ${eventId}`);
     await json.waitFor();
-    expect(JSON.parse((await json.textContent()) ?? "")).toMatchObject({ id: eventId, type: "order.created", data: { order_id: 42, total: "19.90" }, source: "api" });
+    expect(JSON.parse((await json.textContent()) ?? "")).toMatchObject({
+      id: eventId,
+      type: "order.created",
+      data: { order_id: 42, total: "19.90" },
+      source: "api",
+    });
     await shot("08-event");
   });
 
@@ -308,7 +336,13 @@ describe("in the browser", () => {
       trigger: { type: "manual" },
       steps: [
         { id: "ask", type: "approval", message: "Refund {{input.amount}}?" },
-        { id: "notify", type: "http", method: "POST", url: `http://127.0.0.1:${(target.address() as { port: number }).port}/refunds`, body: { amount: "{{input.amount}}" } },
+        {
+          id: "notify",
+          type: "http",
+          method: "POST",
+          url: `http://127.0.0.1:${(target.address() as { port: number }).port}/refunds`,
+          body: { amount: "{{input.amount}}" },
+        },
       ],
     };
     await page.getByLabel(/Definition/).fill(JSON.stringify(definition));
@@ -336,7 +370,10 @@ describe("in the browser", () => {
     await page.getByRole("button", { name: "Reject" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Reject" }).click();
     await page.locator(".page-head .status", { hasText: "failed" }).waitFor();
-    await page.getByRole("listitem", { name: "Step notify: skipped" }).or(page.getByRole("listitem", { name: "Step notify: pending" })).waitFor();
+    await page
+      .getByRole("listitem", { name: "Step notify: skipped" })
+      .or(page.getByRole("listitem", { name: "Step notify: pending" }))
+      .waitFor();
     await expect(page.getByRole("button", { name: "Approve" }).count()).resolves.toBe(0);
     expect(posted).toEqual([{ amount: 25 }]);
   });
@@ -374,7 +411,10 @@ describe("in the browser", () => {
     ]) {
       await page.goto(`${origin()}/dashboard/#/${route}`);
       await page.getByRole("heading", { name: heading, exact: true }).waitFor();
-      await page.getByText(/^Loading/).first().waitFor({ state: "detached" });
+      await page
+        .getByText(/^Loading/)
+        .first()
+        .waitFor({ state: "detached" });
       // Charts follow their box's width on the next frame.
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       // Wide tables scroll inside their own box; the page itself never does.
@@ -396,7 +436,10 @@ describe("in the browser", () => {
     await other.getByRole("row", { name: /Short-lived/ }).waitFor();
     expect((await call("DELETE", `/api-keys/${issued.body.data.id}`)).status).toBe(200);
     await other.getByRole("link", { name: "Events" }).click();
-    await other.getByRole("status").filter({ hasText: /Signed out: .*revoked/ }).waitFor();
+    await other
+      .getByRole("status")
+      .filter({ hasText: /Signed out: .*revoked/ })
+      .waitFor();
     await other.getByRole("heading", { name: "Sign in" }).waitFor();
     await other.screenshot({ path: join(SHOTS, "15-signed-out.png") });
     await other.close();

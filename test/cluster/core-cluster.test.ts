@@ -1,5 +1,17 @@
 import { api, expectError } from "../helpers/platform";
-import { clusterLogLevel, freePort, runCli, saveClusterLogs, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import {
+  clusterLogLevel,
+  freePort,
+  runCli,
+  saveClusterLogs,
+  startNats,
+  startNode,
+  tempDir,
+  waitFor,
+  waitForGateway,
+  type NatsServer,
+  type NodeProc,
+} from "../helpers/cluster";
 
 /**
  * Four processes over a real nats-server, all on one SQLite file: keys and auth, orgs on its own, and two
@@ -27,7 +39,13 @@ beforeAll(async () => {
   nats = await startNats();
   dir = tempDir();
   // A long rate window makes the cluster-wide limit exact to test; 100 per key in all.
-  const common = { ...clusterLogLevel(), TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100", RATE_LIMIT_WINDOW_MS: "3600000" };
+  const common = {
+    ...clusterLogLevel(),
+    TRANSPORTER: nats.url,
+    DATA_DIR: dir.path,
+    RATE_LIMIT_MAX: "100",
+    RATE_LIMIT_WINDOW_MS: "3600000",
+  };
   const [p1, p2] = [await freePort(), await freePort()];
   nodes.push(startNode("core", { ...common, SERVICES: "keys,auth" }));
   orgsNode = startNode("orgs", { ...common, SERVICES: "orgs" });

@@ -1,6 +1,18 @@
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { api, expectError } from "../helpers/platform";
-import { clusterLogLevel, freePort, runCli, saveClusterLogs, startNats, startNode, tempDir, waitFor, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import {
+  clusterLogLevel,
+  freePort,
+  runCli,
+  saveClusterLogs,
+  startNats,
+  startNode,
+  tempDir,
+  waitFor,
+  waitForGateway,
+  type NatsServer,
+  type NodeProc,
+} from "../helpers/cluster";
 
 /**
  * A gateway cut off from NATS: one gateway reaches nats-server through a TCP proxy the test cuts
@@ -77,7 +89,9 @@ beforeAll(async () => {
   cutOff = `http://127.0.0.1:${p1}/v1`;
   other = `http://127.0.0.1:${p2}/v1`;
   await waitFor("the bootstrap CLI", async () => {
-    admin = runCli(["orgs", "create", "--name", "Partition Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
+    admin = runCli(["orgs", "create", "--name", "Partition Co"], { DATA_DIR: dir.path }).api_keys.find(
+      (k) => k.environment === "live",
+    )!.key;
     return true;
   });
   await waitForGateway(cutOff, admin);
@@ -96,7 +110,10 @@ const ready = async (base: string) => (await fetch(base.replace(/\/v1$/, "/ready
 
 describe("a gateway cut off from NATS", () => {
   it("answers 503 beyond the bound, and refuses a key revoked meanwhile on its first request after it reconnects", async () => {
-    const made = (await api(other, "POST", "/api-keys", { key: admin, body: { name: "doomed", scopes: ["api-keys:read"] } })).body.data as { id: string; key: string };
+    const made = (await api(other, "POST", "/api-keys", { key: admin, body: { name: "doomed", scopes: ["api-keys:read"] } })).body.data as {
+      id: string;
+      key: string;
+    };
     // The cut-off gateway holds the key in its cache as active.
     expect((await api(cutOff, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
 
@@ -127,7 +144,10 @@ describe("a gateway cut off from NATS", () => {
   it("drops its cache on a reconnect shorter than the bound", async () => {
     proxy.restore();
     await waitFor("the cut-off gateway to be ready", async () => (await ready(cutOff)) === 200, 30_000);
-    const made = (await api(other, "POST", "/api-keys", { key: admin, body: { name: "short", scopes: ["api-keys:read"] } })).body.data as { id: string; key: string };
+    const made = (await api(other, "POST", "/api-keys", { key: admin, body: { name: "short", scopes: ["api-keys:read"] } })).body.data as {
+      id: string;
+      key: string;
+    };
     expect((await api(cutOff, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
     proxy.cut();
     const revoking = api(other, "DELETE", `/api-keys/${made.id}`, { key: admin });

@@ -47,17 +47,26 @@ it("a gateway stopped with SIGTERM under load answers every request it accepted;
   const ready = JSON.parse(/cluster ready (.*)/.exec(output)![1]) as { processes: { name: string; pid: number; port?: number }[] };
   const gateways = ready.processes.filter((p) => p.name.startsWith("gateway-"));
   expect(gateways.map((g) => g.name)).toEqual(["gateway-1", "gateway-2"]);
-  expect(ready.processes.map((p) => p.name)).toEqual(expect.arrayContaining(["auth-1", "keys-1", "workflows-1", "webhook-dispatcher-1", "analytics-1"]));
+  expect(ready.processes.map((p) => p.name)).toEqual(
+    expect.arrayContaining(["auth-1", "keys-1", "workflows-1", "webhook-dispatcher-1", "analytics-1"]),
+  );
 
   const admin = runCli(["orgs", "create", "--name", "Shut Co"], { DATA_DIR: dir.path }).api_keys[0];
   const urls = gateways.map((g) => `http://127.0.0.1:${g.port}/v1`);
   for (const url of urls) await waitForGateway(url, admin.key);
   // "cluster ready" may come while a service is still being announced: wait until both gateways see all of them.
   for (const url of urls) {
-    await waitFor(`every service seen by ${url}`, async () => (await api(url.replace(/\/v1$/, ""), "GET", "/ready")).body?.status === "ready", 30_000);
+    await waitFor(
+      `every service seen by ${url}`,
+      async () => (await api(url.replace(/\/v1$/, ""), "GET", "/ready")).body?.status === "ready",
+      30_000,
+    );
   }
   // Requests that do some work (a store write each), so some are in flight at the signal.
-  const wf = await api(urls[0], "POST", "/workflows", { key: admin.key, body: { name: "w", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] } });
+  const wf = await api(urls[0], "POST", "/workflows", {
+    key: admin.key,
+    body: { name: "w", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] },
+  });
   expect(wf.status).toBe(201);
 
   const agent = new Agent({ connections: 64 });
@@ -94,8 +103,11 @@ it("a gateway stopped with SIGTERM under load answers every request it accepted;
   await load;
   await agent.close();
 
-  const tally = (g: number) => outcomes.filter((o) => o.gateway === g).reduce<Record<string, number>>((t, o) => ({ ...t, [o.result]: (t[o.result] ?? 0) + 1 }), {});
-  console.log(`shutdown test: gateway-1 stopped in ${stoppedIn} ms (${/gateway stopped: .*/.exec(output)?.[0]}); gateway-1 ${JSON.stringify(tally(0))}, gateway-2 ${JSON.stringify(tally(1))}`);
+  const tally = (g: number) =>
+    outcomes.filter((o) => o.gateway === g).reduce<Record<string, number>>((t, o) => ({ ...t, [o.result]: (t[o.result] ?? 0) + 1 }), {});
+  console.log(
+    `shutdown test: gateway-1 stopped in ${stoppedIn} ms (${/gateway stopped: .*/.exec(output)?.[0]}); gateway-1 ${JSON.stringify(tally(0))}, gateway-2 ${JSON.stringify(tally(1))}`,
+  );
   expect(output).toMatch(/gateway-1\s+exited \(0\)/);
   // The other gateway answered everything, before, during and after.
   expect(Object.keys(tally(1))).toEqual(["201"]);

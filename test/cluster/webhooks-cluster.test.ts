@@ -1,5 +1,17 @@
 import { api } from "../helpers/platform";
-import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import {
+  connectionsOf,
+  freePort,
+  runCli,
+  startNats,
+  startNode,
+  tempDir,
+  waitFor,
+  saveClusterLogs,
+  waitForGateway,
+  type NatsServer,
+  type NodeProc,
+} from "../helpers/cluster";
 import { startReceiver, type Received, type Receiver } from "../helpers/receiver";
 
 /**
@@ -115,10 +127,14 @@ describe("webhook delivery over NATS", () => {
     await rx.waitFor(() => new Set(rx.byPath("/burst").map((r) => r.json.id)).size === total, 60_000);
     // The log agrees: every delivery succeeded, the killed node's unfinished ones after their claim
     // ran out and a live node sent them again.
-    await waitFor("every delivery to be logged as succeeded", async () => {
-      const res = await api(gw, "GET", `/webhooks/${wh.id}/deliveries?status=succeeded&per_page=1`, { key: admin });
-      return res.body.meta.total === total;
-    }, 30_000);
+    await waitFor(
+      "every delivery to be logged as succeeded",
+      async () => {
+        const res = await api(gw, "GET", `/webhooks/${wh.id}/deliveries?status=succeeded&per_page=1`, { key: admin });
+        return res.body.meta.total === total;
+      },
+      30_000,
+    );
 
     const got = rx.byPath("/burst");
     expect(new Set(got.map((r) => r.json.id))).toEqual(new Set(ids));
@@ -144,6 +160,8 @@ describe("webhook delivery over NATS", () => {
       expect(sentByD2(first.get(r.headers["service-delivery"])!)).toBe(true);
       expect(sentByD2(r)).toBe(false);
     }
-    console.log(`fault test: ${total} events, ${got.length} receipts, ${byKilled} sent by the killed dispatcher, ${repeats.length} duplicates (each first sent by the killed one)`);
+    console.log(
+      `fault test: ${total} events, ${got.length} receipts, ${byKilled} sent by the killed dispatcher, ${repeats.length} duplicates (each first sent by the killed one)`,
+    );
   });
 });

@@ -1,7 +1,19 @@
 import { createServer, type Server } from "node:http";
 
 import { api } from "../helpers/platform";
-import { connectionsOf, freePort, runCli, startNats, startNode, tempDir, waitFor, saveClusterLogs, waitForGateway, type NatsServer, type NodeProc } from "../helpers/cluster";
+import {
+  connectionsOf,
+  freePort,
+  runCli,
+  startNats,
+  startNode,
+  tempDir,
+  waitFor,
+  saveClusterLogs,
+  waitForGateway,
+  type NatsServer,
+  type NodeProc,
+} from "../helpers/cluster";
 
 /**
  * Durable runs across real processes over a real nats-server: one node with the API,
@@ -69,17 +81,26 @@ async function createWorkflow(steps: unknown[]) {
  */
 async function runOf(wf: string, run: string) {
   let res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
-  for (let tries = 0; res.status !== 200 && tries < 40; tries += 1) res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
+  for (let tries = 0; res.status !== 200 && tries < 40; tries += 1)
+    res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
   expect(res.status).toBe(200);
   return res.body.data;
 }
 
 describe("durable runs over NATS", () => {
   it("two workflows nodes share runs and never execute one twice", async () => {
-    const wf = await createWorkflow([{ type: "http", method: "GET", url: url("/count/{{input.n}}") }, { type: "delay", duration_ms: 50 }]);
+    const wf = await createWorkflow([
+      { type: "http", method: "GET", url: url("/count/{{input.n}}") },
+      { type: "delay", duration_ms: 50 },
+    ]);
     const runs: string[] = [];
-    for (let n = 0; n < 30; n += 1) runs.push((await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: { input: { n } } })).body.data.id);
-    await waitFor("every run to succeed", async () => (await Promise.all(runs.map((r) => runOf(wf, r)))).every((r) => r.status === "succeeded"), 30_000);
+    for (let n = 0; n < 30; n += 1)
+      runs.push((await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: { input: { n } } })).body.data.id);
+    await waitFor(
+      "every run to succeed",
+      async () => (await Promise.all(runs.map((r) => runOf(wf, r)))).every((r) => r.status === "succeeded"),
+      30_000,
+    );
     const counted = hits.filter((h) => h.path.startsWith("/count/")).map((h) => h.path);
     expect(counted.sort()).toEqual(Array.from({ length: 30 }, (_, n) => `/count/${n}`).sort());
   });
@@ -101,11 +122,15 @@ describe("durable runs over NATS", () => {
     const killedAt = Date.now();
 
     const failures: string[] = [];
-    await waitFor("the run to end", async () => {
-      const res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
-      if (res.status !== 200) failures.push(`${res.status} ${res.body?.error?.code}`);
-      return ["succeeded", "failed", "cancelled"].includes(res.body?.data?.status);
-    }, 60_000);
+    await waitFor(
+      "the run to end",
+      async () => {
+        const res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
+        if (res.status !== 200) failures.push(`${res.status} ${res.body?.error?.code}`);
+        return ["succeeded", "failed", "cancelled"].includes(res.body?.data?.status);
+      },
+      60_000,
+    );
     const done = await runOf(wf, run);
     expect(done.status).toBe("succeeded");
     expect(done.steps.map((s: any) => s.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
@@ -118,7 +143,9 @@ describe("durable runs over NATS", () => {
     expect(count("/after")).toBe(1);
     const events = async (type: string) => (await api(gw, "GET", `/events?type=${type}&per_page=100`, { key: admin })).body.data;
     await waitFor("workflow.completed", async () => (await events("workflow.completed")).some((e: any) => e.data.run_id === run));
-    expect((await events("workflow.completed")).filter((e: any) => e.data.run_id === run).map((e: any) => e.data.status)).toEqual(["succeeded"]);
+    expect((await events("workflow.completed")).filter((e: any) => e.data.run_id === run).map((e: any) => e.data.status)).toEqual([
+      "succeeded",
+    ]);
     expect((await events("run.resumed")).map((e: any) => e.data)).toEqual([{ from: true }]);
     console.log(
       `kill test: run ${run} resumed ${((slow[1].at - killedAt) / 1000).toFixed(1)} s after the SIGKILL (the claim's time-out); ` +
@@ -140,7 +167,9 @@ describe("durable runs over NATS", () => {
     const run = (await api(gw, "POST", `/workflows/${wf}/runs`, { key: admin, body: {} })).body.data.id as string;
     await waitFor("the drain step to be in flight", () => hits.some((h) => h.path === "/drain"), 20_000);
     const drainPort = hits.find((h) => h.path === "/drain")!.port;
-    const holder = nodes.filter((n) => n.name !== "api" && n.child.exitCode === null && n.child.signalCode === null).find((n) => connectionsOf(n.child.pid!, targetPort).has(drainPort));
+    const holder = nodes
+      .filter((n) => n.name !== "api" && n.child.exitCode === null && n.child.signalCode === null)
+      .find((n) => connectionsOf(n.child.pid!, targetPort).has(drainPort));
     expect(holder).toBeDefined();
     const signalled = Date.now();
     const stopped = holder!.kill("SIGTERM");

@@ -97,7 +97,18 @@ export async function startReceiver(): Promise<Receiver> {
       }
       const connection = connectionOf.get(req.socket) ?? -1;
       const fromPort = req.socket.remotePort ?? -1;
-      requests.push({ path, headers, body, json, at: Date.now(), serviceSignatureOk, standardSignatureOk, verified: serviceSignatureOk && standardSignatureOk, connection, fromPort });
+      requests.push({
+        path,
+        headers,
+        body,
+        json,
+        at: Date.now(),
+        serviceSignatureOk,
+        standardSignatureOk,
+        verified: serviceSignatureOk && standardSignatureOk,
+        connection,
+        fromPort,
+      });
       const n = (counts.get(path) ?? 0) + 1;
       counts.set(path, n);
       const b = behaviours.get(path)?.(n) ?? {};
@@ -145,7 +156,9 @@ export async function startReceiver(): Promise<Receiver> {
       while (!check()) {
         if (Date.now() > until) {
           const seen = requests.map((r) => `${r.path} ${r.json?.type ?? "?"} ${r.headers["service-delivery"]} verified=${r.verified}`);
-          throw new Error(`receiver: condition not met within ${timeoutMs} ms; received ${requests.length}:\n${seen.slice(-30).join("\n")}`);
+          throw new Error(
+            `receiver: condition not met within ${timeoutMs} ms; received ${requests.length}:\n${seen.slice(-30).join("\n")}`,
+          );
         }
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -5,11 +5,40 @@ import { ALL_TENANTS, type Collection, type Doc, type Store } from "../../shared
  * Keys that mean something to some engine or to JavaScript, and characters that broke line- or
  * C-string-based formats; generated keys and strings draw on them besides any Unicode.
  */
-const SPECIAL_KEYS = ["", ".", "a.b", "$", "$x", "$$date", "$set", "__proto__", "constructor", "prototype", "toString", "_id", "id", "%", "%2E", "\u0000", "\u2028", "\u2029", "\u0085", "\ufeff"];
-const SPECIAL_CHARS = ["\u0000", "\u2028", "\u2029", "\u0085", "\n", "\r", "\"", "\\", "\ufeff", "\u{1F600}", "\t", "%"];
+const SPECIAL_KEYS = [
+  "",
+  ".",
+  "a.b",
+  "$",
+  "$x",
+  "$$date",
+  "$set",
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "_id",
+  "id",
+  "%",
+  "%2E",
+  "\u0000",
+  "\u2028",
+  "\u2029",
+  "\u0085",
+  "\ufeff",
+];
+const SPECIAL_CHARS = ["\u0000", "\u2028", "\u2029", "\u0085", "\n", "\r", '"', "\\", "\ufeff", "\u{1F600}", "\t", "%"];
 const anyString = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 12 }),
-  fc.array(fc.oneof(fc.constantFrom(...SPECIAL_CHARS), fc.string({ unit: "binary", maxLength: 3 }).filter((s) => s.isWellFormed())), { maxLength: 6 }).map((parts) => parts.join("")),
+  fc
+    .array(
+      fc.oneof(
+        fc.constantFrom(...SPECIAL_CHARS),
+        fc.string({ unit: "binary", maxLength: 3 }).filter((s) => s.isWellFormed()),
+      ),
+      { maxLength: 6 },
+    )
+    .map((parts) => parts.join("")),
 );
 export const anyKey = fc.oneof(fc.constantFrom(...SPECIAL_KEYS), anyString);
 /** Any JSON value a client can send (well-formed strings; finite numbers), a few levels deep. */
@@ -195,7 +224,11 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
 
     it("updates with $set, $inc, $push and $unset and returns the updated document, or null", async () => {
       const doc = await put({ n: 1, tags: ["a"], status: "x" });
-      const updated = await items.update(A, { id: doc.id }, { $set: { name: "y", "nested.a": 9 }, $inc: { n: 2 }, $push: { tags: "b" }, $unset: { status: true } });
+      const updated = await items.update(
+        A,
+        { id: doc.id },
+        { $set: { name: "y", "nested.a": 9 }, $inc: { n: 2 }, $push: { tags: "b" }, $unset: { status: true } },
+      );
       expect(updated).toEqual({ id: doc.id, ...A, name: "y", nested: { a: 9 }, n: 3, tags: ["a", "b"] });
       expect(await items.get(A, doc.id)).toEqual(updated);
       expect(await items.update(A, { id: doc.id, name: "not-y" }, { $set: { name: "z" } })).toBeNull();
@@ -228,7 +261,8 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       // `seq` is an indexed field (an engine may keep it apart from the rest), `payload` is not.
       const same = (got: Item | null, want: Record<string, unknown>) => {
         expect(got).toEqual(want);
-        for (const field of ["payload", "seq", "tags"]) expect(asJson((got as Record<string, unknown> | null)?.[field])).toBe(asJson(want[field]));
+        for (const field of ["payload", "seq", "tags"])
+          expect(asJson((got as Record<string, unknown> | null)?.[field])).toBe(asJson(want[field]));
       };
       await fc.assert(
         fc.asyncProperty(anyJson, anyJson, async (value, later) => {
@@ -300,7 +334,9 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
     it("lets exactly one of 50 concurrent compare-and-sets win", async () => {
       const doc = await put({ status: "queued" });
       const results = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => items.update(A, { id: doc.id, status: "queued" }, { $set: { status: "running", name: `w${i}` } })),
+        Array.from({ length: 50 }, (_, i) =>
+          items.update(A, { id: doc.id, status: "queued" }, { $set: { status: "running", name: `w${i}` } }),
+        ),
       );
       const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
@@ -309,7 +345,8 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
 
     it("hands 20 jobs to 40 concurrent claimers once each, taking them in sort order", async () => {
       const jobs = Array.from({ length: 20 }, (_, i) => i + 1);
-      const claim = (i: number) => items.update(ALL_TENANTS, { status: "due" }, { $set: { status: "claimed", name: `c${i}` } }, { sort: { seq: 1 } });
+      const claim = (i: number) =>
+        items.update(ALL_TENANTS, { status: "due" }, { $set: { status: "claimed", name: `c${i}` } }, { sort: { seq: 1 } });
       // Inserted out of order, so insertion order cannot pass for sort order.
       for (const seq of [...jobs].reverse()) await put({ seq, status: "due" });
       const claims = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(i)));
@@ -356,7 +393,9 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
         const name = `values_${next()}`;
         const values = fc.sample(anyJson, { numRuns: 300, seed: 15 });
         const col = open(name);
-        const docs = await Promise.all(values.map((payload, i) => col.insert({ id: `v_${String(i).padStart(4, "0")}`, ...A, name: "v", payload } as Item)));
+        const docs = await Promise.all(
+          values.map((payload, i) => col.insert({ id: `v_${String(i).padStart(4, "0")}`, ...A, name: "v", payload } as Item)),
+        );
         sut.store = await sut.reopen!();
         const again = sut.store.collection<Item>(name);
         const read = await again.find(A, {}, { sort: { id: 1 } });

@@ -139,8 +139,19 @@ beforeAll(async () => {
   rx.behave("/broken", () => ({ status: 503 }));
   ok = okHook;
   broken = brokenHook;
-  wf = (await call("POST", "/workflows", { name: "on tick", trigger: { type: "event", event_type: "load.tick" }, steps: [{ type: "delay", duration_ms: 1 }] })).body.data;
-  await call("POST", "/workflows", { name: "idle", status: "inactive", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] });
+  wf = (
+    await call("POST", "/workflows", {
+      name: "on tick",
+      trigger: { type: "event", event_type: "load.tick" },
+      steps: [{ type: "delay", duration_ms: 1 }],
+    })
+  ).body.data;
+  await call("POST", "/workflows", {
+    name: "idle",
+    status: "inactive",
+    trigger: { type: "manual" },
+    steps: [{ type: "delay", duration_ms: 1 }],
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -246,8 +257,15 @@ describe("bounded reads", () => {
     // An hour that began in between adds one counter row per webhook and workflow to the analytics.
     const newHour = Math.floor(startedAt / HOUR) !== Math.floor(Date.now() / HOUR);
 
-    const table = PATHS().map((path) => ({ path, at200: small.get(path)!.docs, at2000: big.get(path)!.docs, counted: big.get(path)!.counts.map((c) => c.matched) }));
-    console.log(`documents read per request:\n${table.map((r) => `  ${r.path}: ${r.at200} → ${r.at2000} (counts matched: ${r.counted.join(", ") || "none"})`).join("\n")}`);
+    const table = PATHS().map((path) => ({
+      path,
+      at200: small.get(path)!.docs,
+      at2000: big.get(path)!.docs,
+      counted: big.get(path)!.counts.map((c) => c.matched),
+    }));
+    console.log(
+      `documents read per request:\n${table.map((r) => `  ${r.path}: ${r.at200} → ${r.at2000} (counts matched: ${r.counted.join(", ") || "none"})`).join("\n")}`,
+    );
     for (const { path, at200, at2000 } of table) {
       if (path.startsWith("/analytics/usage")) {
         // Usage rows are the gateway's metered requests (rows per second and route), not the events,
@@ -272,9 +290,17 @@ describe("bounded reads", () => {
     expect(big.get(`/webhooks/${ok.id}/deliveries?status=failed`)!.body.meta.total).toBe(0);
     // The analytics agree with the logs.
     const hooks = big.get("/analytics/webhooks")!.body.data;
-    expect(hooks.webhooks.find((w: any) => w.webhook_id === ok.id)).toMatchObject({ total: 2000, by_status: { succeeded: 2000, pending: 0 }, attempts: { total: 2000, succeeded: 2000 } });
+    expect(hooks.webhooks.find((w: any) => w.webhook_id === ok.id)).toMatchObject({
+      total: 2000,
+      by_status: { succeeded: 2000, pending: 0 },
+      attempts: { total: 2000, succeeded: 2000 },
+    });
     const runs = big.get("/analytics/workflows")!.body.data;
-    expect(runs.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({ total: 2000, by_status: { succeeded: 2000 }, success_rate: 1 });
+    expect(runs.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({
+      total: 2000,
+      by_status: { succeeded: 2000 },
+      success_rate: 1,
+    });
   }, 240_000);
 
   it("serves every query of those requests from an index, without sorting (EXPLAIN QUERY PLAN)", () => {
@@ -303,7 +329,11 @@ describe("bounded reads", () => {
     const events: Collection<EventDoc> = eventsCollection(inner);
     const base = Date.now() - 60_000;
     const docs = Array.from({ length: 10_050 }, (_, i) => {
-      const { undispatched_since: _u, untriggered_since: _t, ...doc } = eventDoc({ org_id: other.org.id, environment: "live", type: "bulk.row", data: { i }, source: "api" }, base + i);
+      const {
+        undispatched_since: _u,
+        untriggered_since: _t,
+        ...doc
+      } = eventDoc({ org_id: other.org.id, environment: "live", type: "bulk.row", data: { i }, source: "api" }, base + i);
       return doc;
     });
     await Promise.all(docs.map((d) => events.insert(d)));
@@ -338,7 +368,12 @@ describe("bounded reads", () => {
     // Back one page from the oldest: the 100 before it, newest first.
     const oldest = docs[0].id;
     const back = await get(`/events?type=bulk.row&limit=100&ending_before=${oldest}`);
-    expect(back.body.data.map((e: any) => e.id)).toEqual(docs.slice(1, 101).map((d) => d.id).reverse());
+    expect(back.body.data.map((e: any) => e.id)).toEqual(
+      docs
+        .slice(1, 101)
+        .map((d) => d.id)
+        .reverse(),
+    );
     expect(back.body.meta).toMatchObject({ has_more: true, limit: 100 });
     const both = await get(`/events?starting_after=${oldest}&ending_before=${oldest}`);
     expect({ status: both.status, param: both.body.error?.param }).toEqual({ status: 400, param: "ending_before" });

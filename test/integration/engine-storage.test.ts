@@ -20,10 +20,18 @@ import { ALL_TENANTS, type Collection, type Doc } from "../../shared/storage/typ
  * test/api/storage-full.test.ts does the same on a real full disk through the whole platform.
  */
 const LEASE_MARGIN_MS = 150;
-const full = () => new ApiError("storage_unavailable", "The store could not complete the operation (the disk is full); nothing was changed, retry later", { retry_after: 1, reason: "the disk is full" });
+const full = () =>
+  new ApiError("storage_unavailable", "The store could not complete the operation (the disk is full); nothing was changed, retry later", {
+    retry_after: 1,
+    reason: "the disk is full",
+  });
 
 /** `target`'s methods, with `fail(method, args)` deciding which calls throw a full disk instead. */
-function failing<T extends Doc>(target: Collection<T>, fail: (method: string, args: unknown[]) => boolean, calls: string[] = []): Collection<T> {
+function failing<T extends Doc>(
+  target: Collection<T>,
+  fail: (method: string, args: unknown[]) => boolean,
+  calls: string[] = [],
+): Collection<T> {
   return new Proxy(target, {
     get(obj, prop, receiver) {
       const value = Reflect.get(obj, prop, receiver) as unknown;
@@ -42,7 +50,19 @@ const messages = (fn: jest.Mock) => fn.mock.calls.map((c) => String(c[0]));
 
 function workflowOf(steps: Step[]): WorkflowDoc {
   const at = new Date().toISOString();
-  return { id: `wf_${Date.now()}${Math.random()}`, org_id: "org_1", environment: "live", name: "w", description: null, status: "active", trigger: { type: "manual" }, steps, version: 1, created_at: at, updated_at: at };
+  return {
+    id: `wf_${Date.now()}${Math.random()}`,
+    org_id: "org_1",
+    environment: "live",
+    name: "w",
+    description: null,
+    status: "active",
+    trigger: { type: "manual" },
+    steps,
+    version: 1,
+    created_at: at,
+    updated_at: at,
+  };
 }
 
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -93,7 +113,16 @@ afterAll(async () => {
 });
 
 function engine(o: { runs?: Collection<RunDoc>; events?: Collection<EventDoc>; log: ReturnType<typeof logger> }): RunEngine {
-  const e = new RunEngine({ runs: o.runs ?? runs, events: o.events ?? events, broker, logger: o.log as unknown as ServiceBroker["logger"], allowPrivate: true, retryBaseMs: 50, maxActive: 8, leaseMarginMs: LEASE_MARGIN_MS });
+  const e = new RunEngine({
+    runs: o.runs ?? runs,
+    events: o.events ?? events,
+    broker,
+    logger: o.log as unknown as ServiceBroker["logger"],
+    allowPrivate: true,
+    retryBaseMs: 50,
+    maxActive: 8,
+    leaseMarginMs: LEASE_MARGIN_MS,
+  });
   engines.push(e);
   e.start();
   return e;
@@ -101,7 +130,9 @@ function engine(o: { runs?: Collection<RunDoc>; events?: Collection<EventDoc>; l
 
 describe("run engine on a failing store", () => {
   it("an http step whose result is never stored is sent MAX_STALLS times, then the run fails saying why", async () => {
-    const wf = workflowOf([{ id: "call", type: "http", method: "POST", url: `${url}/lost`, headers: {}, body: null, timeout_ms: 200, retries: 0 }]);
+    const wf = workflowOf([
+      { id: "call", type: "http", method: "POST", url: `${url}/lost`, headers: {}, body: null, timeout_ms: 200, retries: 0 },
+    ]);
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     // Every write of the step's answer fails; the claim and the "running" mark before the request are stored.
@@ -117,10 +148,16 @@ describe("run engine on a failing store", () => {
     // One send per claim: the first and a re-send each time the claim lapsed, and no more.
     expect(hits.filter((h) => h === "/lost")).toHaveLength(MAX_STALLS);
     expect(stored.steps[0]).toMatchObject({ status: "failed", attempts: 0, output: null });
-    expect(stored.steps[0].error).toBe(`the run stopped: its progress could not be stored in ${MAX_STALLS} tries in a row (the store failed, or the node driving it stopped); given up`);
+    expect(stored.steps[0].error).toBe(
+      `the run stopped: its progress could not be stored in ${MAX_STALLS} tries in a row (the store failed, or the node driving it stopped); given up`,
+    );
     expect(stored.stalls).toBeUndefined();
     // Its workflow.completed is published as usual once it has ended.
-    await until(async () => (await events.find(ALL_TENANTS, { type: "workflow.completed", "data.run_id": run.id })).length === 1, 3000, "workflow.completed");
+    await until(
+      async () => (await events.find(ALL_TENANTS, { type: "workflow.completed", "data.run_id": run.id })).length === 1,
+      3000,
+      "workflow.completed",
+    );
     // Logged once per kind of failure, not once per try.
     expect(messages(log.warn).filter((m) => m.startsWith("driving runs failed (storage_unavailable)"))).toHaveLength(1);
     expect(messages(log.error).some((m) => m.startsWith(`run ${run.id}: the run stopped: its progress could not be stored`))).toBe(true);
@@ -132,20 +169,32 @@ describe("run engine on a failing store", () => {
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     let refused = 0;
-    const refuse = (method: string, args: unknown[]) => method === "insert" && (args[0] as EventDoc).type === "order.unstorable" && ++refused > 0;
+    const refuse = (method: string, args: unknown[]) =>
+      method === "insert" && (args[0] as EventDoc).type === "order.unstorable" && ++refused > 0;
     const log = logger();
     engine({ events: failing(events, refuse), log });
 
     await until(async () => (await runs.get(ALL_TENANTS, run.id))?.status === "failed", 10_000, "the run failed");
     const stored = (await runs.get(ALL_TENANTS, run.id)) as RunDoc;
     expect(stored.steps[0]).toMatchObject({ status: "failed" });
-    expect(stored.steps[0].error).toBe(`the event order.unstorable (${(stored.steps[0].output as { event_id: string }).event_id}) could not be stored in ${MAX_STALLS} tries in a row; given up`);
-    await until(async () => (await events.find(ALL_TENANTS, { type: "workflow.completed", "data.run_id": run.id, "data.status": "failed" })).length === 1, 3000, "workflow.completed");
+    expect(stored.steps[0].error).toBe(
+      `the event order.unstorable (${(stored.steps[0].output as { event_id: string }).event_id}) could not be stored in ${MAX_STALLS} tries in a row; given up`,
+    );
+    await until(
+      async () =>
+        (await events.find(ALL_TENANTS, { type: "workflow.completed", "data.run_id": run.id, "data.status": "failed" })).length === 1,
+      3000,
+      "workflow.completed",
+    );
     // The event was tried once per claim (the first claim stored the emit step: progress, so not
     // counted), then dropped (and said so), never stored.
     expect(refused).toBe(MAX_STALLS + 1);
     expect(await events.count(ALL_TENANTS, { type: "order.unstorable" })).toBe(0);
-    expect(messages(log.error).some((m) => m.includes(`events it could not publish in ${MAX_STALLS} tries in a row are dropped: order.unstorable`))).toBe(true);
+    expect(
+      messages(log.error).some((m) =>
+        m.includes(`events it could not publish in ${MAX_STALLS} tries in a row are dropped: order.unstorable`),
+      ),
+    ).toBe(true);
     expect(((await runs.get(ALL_TENANTS, run.id)) as RunDoc).outbox).toEqual([]);
   });
 
@@ -154,7 +203,9 @@ describe("run engine on a failing store", () => {
     const calls: string[] = [];
     const log = logger();
     const e = engine({ runs: failing(runs, (method) => down && method === "update", calls), log });
-    const wf = workflowOf([{ id: "call", type: "http", method: "POST", url: `${url}/later`, headers: {}, body: null, timeout_ms: 1000, retries: 0 }]);
+    const wf = workflowOf([
+      { id: "call", type: "http", method: "POST", url: `${url}/later`, headers: {}, body: null, timeout_ms: 1000, retries: 0 },
+    ]);
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     e.wake(run.id); // rejected by the store: must not become an unhandled rejection

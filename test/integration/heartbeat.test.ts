@@ -15,7 +15,9 @@ let nats: NatsServer;
 const brokers: ServiceBroker[] = [];
 
 const broker = (nodeID: string) => {
-  const b = new ServiceBroker(brokerOptions(loadSettings({ TRANSPORTER: nats.url, NODE_ID: nodeID, LOG_LEVEL: "false" }), { namespace: "heartbeat-test" }));
+  const b = new ServiceBroker(
+    brokerOptions(loadSettings({ TRANSPORTER: nats.url, NODE_ID: nodeID, LOG_LEVEL: "false" }), { namespace: "heartbeat-test" }),
+  );
   brokers.push(b);
   return b;
 };
@@ -35,7 +37,8 @@ it("declares a silent node gone 6-7 s after its last heartbeat (at most 9 s afte
   const lastBeat = new Map<string, number>();
   const gone = new Map<string, number>();
   const diedAt = new Map<string, number>();
-  const discoverer = (watcher.registry as unknown as { discoverer: { heartbeatReceived(nodeID: string, payload: unknown): void } }).discoverer;
+  const discoverer = (watcher.registry as unknown as { discoverer: { heartbeatReceived(nodeID: string, payload: unknown): void } })
+    .discoverer;
   const received = discoverer.heartbeatReceived.bind(discoverer);
   discoverer.heartbeatReceived = (nodeID, payload) => {
     if (!diedAt.has(nodeID)) lastBeat.set(nodeID, Date.now());

@@ -57,7 +57,8 @@ describe("the metrics listener", () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       // Still the platform's own figures.
       expect(text).toMatch(/process_memory_heap_size_used/);
-      for (const name of ["os_user_", "os_network_", "os_hostname", "process_arguments"]) expect({ name, found: text.includes(name) }).toEqual({ name, found: false });
+      for (const name of ["os_user_", "os_network_", "os_hostname", "process_arguments"])
+        expect({ name, found: text.includes(name) }).toEqual({ name, found: false });
       expect(text).not.toContain(userInfo().homedir);
       expect(text).not.toContain(process.argv[1]);
       if (outward) expect(text).not.toContain(outward);

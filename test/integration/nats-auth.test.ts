@@ -31,8 +31,12 @@ describe("nats-server", () => {
   });
 
   it("refuses a client with a wrong password, or the right password for another user", async () => {
-    await expect(connect({ servers: servers(), user: nats.user, pass: `${nats.password}x`, reconnect: false })).rejects.toThrow(/Authorization Violation/i);
-    await expect(connect({ servers: servers(), user: "admin", pass: nats.password, reconnect: false })).rejects.toThrow(/Authorization Violation/i);
+    await expect(connect({ servers: servers(), user: nats.user, pass: `${nats.password}x`, reconnect: false })).rejects.toThrow(
+      /Authorization Violation/i,
+    );
+    await expect(connect({ servers: servers(), user: "admin", pass: nats.password, reconnect: false })).rejects.toThrow(
+      /Authorization Violation/i,
+    );
     await expect(connect({ servers: servers(), token: nats.password, reconnect: false })).rejects.toThrow(/Authorization Violation/i);
   });
 
@@ -62,7 +66,11 @@ describe("nodes with NATS_USER and NATS_PASSWORD", () => {
 
 describe("natsOptions", () => {
   it("takes the credentials from the settings, else from the URL, and never passes the URL itself", () => {
-    expect(natsOptions("nats://a:4222,nats://b:4222", { user: "u", password: "p" })).toMatchObject({ servers: ["a:4222", "b:4222"], user: "u", pass: "p" });
+    expect(natsOptions("nats://a:4222,nats://b:4222", { user: "u", password: "p" })).toMatchObject({
+      servers: ["a:4222", "b:4222"],
+      user: "u",
+      pass: "p",
+    });
     expect(natsOptions("nats://u%40x:p%2F1@a:4222", {})).toMatchObject({ servers: ["a:4222"], user: "u@x", pass: "p/1" });
     expect(natsOptions("nats://u:p@a:4222", { token: "t" })).toMatchObject({ token: "t" });
     expect(natsOptions("nats://u:p@a:4222", { token: "t" })).not.toHaveProperty("user");

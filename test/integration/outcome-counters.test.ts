@@ -61,14 +61,21 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   rx.setSecret("/flaky", hook.secret);
   // Two attempts in three fail: deliveries retry, some settle failed, none disable the webhook for long.
   rx.behave("/flaky", (n) => (n % 3 === 0 ? {} : { status: 500 }));
-  const wf = (await api(baseUrl, "POST", "/workflows", { key, body: { name: "on tick", trigger: { type: "event", event_type: "c.tick" }, steps: [{ type: "delay", duration_ms: 1 }] } })).body.data;
+  const wf = (
+    await api(baseUrl, "POST", "/workflows", {
+      key,
+      body: { name: "on tick", trigger: { type: "event", event_type: "c.tick" }, steps: [{ type: "delay", duration_ms: 1 }] },
+    })
+  ).body.data;
 
   const tenant = { org_id: made.org.id, environment: "live" as const };
   const total = 300;
   const counted = stores.map((store) => jest.spyOn(webhookOutcomesCollection(store), "increment"));
   // Half the events through each node: both dispatchers and both engines take work.
   await Promise.all(
-    Array.from({ length: total }, (_, i) => (i % 2 ? a : b).call("events.record", { ...tenant, type: "c.tick", data: { i }, source: "test" })),
+    Array.from({ length: total }, (_, i) =>
+      (i % 2 ? a : b).call("events.record", { ...tenant, type: "c.tick", data: { i }, source: "test" }),
+    ),
   );
 
   const deliveries = stores[0].collection<DeliveryDoc>("webhook_deliveries");
@@ -102,10 +109,21 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   for (const period of ["hour", "day"] as const) {
     const rows = await webhookOutcomesCollection(stores[1]).find(tenant, { period, webhook_id: hook.id });
     const sum = (field: keyof typeof truth) => rows.reduce((n, r) => n + (r[field] ?? 0), 0);
-    expect({ period, created: sum("created"), succeeded: sum("succeeded"), failed: sum("failed"), attempts_succeeded: sum("attempts_succeeded"), attempts_failed: sum("attempts_failed") }).toEqual({ period, ...truth });
+    expect({
+      period,
+      created: sum("created"),
+      succeeded: sum("succeeded"),
+      failed: sum("failed"),
+      attempts_succeeded: sum("attempts_succeeded"),
+      attempts_failed: sum("attempts_failed"),
+    }).toEqual({ period, ...truth });
     const runRows = await runOutcomesCollection(stores[1]).find(tenant, { period, workflow_id: wf.id });
     expect({ period, succeeded: runRows.reduce((n, r) => n + (r.succeeded ?? 0), 0) }).toEqual({ period, succeeded: total });
   }
   const answer = (await api(baseUrl, "GET", "/analytics/webhooks", { key })).body.data;
-  expect(answer).toMatchObject({ total, by_status: { pending: 0, succeeded: truth.succeeded, failed: truth.failed }, attempts: { succeeded: truth.attempts_succeeded, failed: truth.attempts_failed } });
+  expect(answer).toMatchObject({
+    total,
+    by_status: { pending: 0, succeeded: truth.succeeded, failed: truth.failed },
+    attempts: { succeeded: truth.attempts_succeeded, failed: truth.attempts_failed },
+  });
 }, 90_000);

@@ -21,13 +21,22 @@ let g2: string;
 let admin: string;
 
 function node(name: string, services: string): ServiceBroker {
-  const settings = loadSettings({ TRANSPORTER: nats.url, DATA_DIR: dir.path, SERVICES: services, NODE_ID: name, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false" });
+  const settings = loadSettings({
+    TRANSPORTER: nats.url,
+    DATA_DIR: dir.path,
+    SERVICES: services,
+    NODE_ID: name,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "false",
+  });
   const broker = createBroker(settings);
   brokers.push(broker);
   return broker;
 }
 
-const urlOf = (broker: ServiceBroker) => `http://127.0.0.1:${(broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } }).server.address().port}/v1`;
+const urlOf = (broker: ServiceBroker) =>
+  `http://127.0.0.1:${(broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } }).server.address().port}/v1`;
 
 beforeAll(async () => {
   nats = await startNats();
@@ -50,7 +59,10 @@ afterAll(async () => {
   dir?.remove();
 });
 
-type Registry = { nodes: { disconnected(id: string, unexpected: boolean): void; delete(id: string): void }; unregisterServicesByNode(id: string): void };
+type Registry = {
+  nodes: { disconnected(id: string, unexpected: boolean): void; delete(id: string): void };
+  unregisterServicesByNode(id: string): void;
+};
 const registryOf = (broker: ServiceBroker) => broker.registry as unknown as Registry;
 /** What missed heartbeats do to a node in `broker`'s registry. */
 const loseSightOf = (broker: ServiceBroker, id: string) => registryOf(broker).nodes.disconnected(id, true);
@@ -61,7 +73,10 @@ const neverListed = (broker: ServiceBroker, id: string) => {
 };
 
 const gatewayNodesSeenBy = (broker: ServiceBroker) =>
-  broker.registry.getServiceList({ onlyAvailable: true, skipInternal: true }).filter((s) => s.name === "gateway").map((s) => s.nodeID);
+  broker.registry
+    .getServiceList({ onlyAvailable: true, skipInternal: true })
+    .filter((s) => s.name === "gateway")
+    .map((s) => s.nodeID);
 
 /** A key cached on gw2, then `hide` takes gw2 out of the core's registry, then g1 revokes the key: gw2 must refuse it. */
 async function revokeWhileHidden(name: string, hide: (broker: ServiceBroker, id: string) => void): Promise<void> {
@@ -92,7 +107,11 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     const auth2 = node("auth2", "auth");
     await auth2.start();
     await auth2.waitForServices(["keys", "orgs", "gateway"]);
-    const authNodes = () => gw2.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === "auth").map((s) => s.nodeID);
+    const authNodes = () =>
+      gw2.registry
+        .getServiceList({ onlyAvailable: true })
+        .filter((s) => s.name === "auth")
+        .map((s) => s.nodeID);
     const until = Date.now() + 5000;
     while (authNodes().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(authNodes().sort()).toEqual(["auth2", "core"]);
@@ -104,7 +123,11 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     for (const broker of [core, auth2]) neverListed(broker, "gw2");
     // Each auth node in turn, as keys.revoke may reach either: each finds gw2 and has it confirm.
     for (const nodeID of ["core", "auth2"]) {
-      const answer = await core.call<{ confirmed: number; unreachable: string[] }, object>("auth.invalidate", { key_id: made.id }, { nodeID });
+      const answer = await core.call<{ confirmed: number; unreachable: string[] }, object>(
+        "auth.invalidate",
+        { key_id: made.id },
+        { nodeID },
+      );
       expect({ nodeID, ...answer }).toEqual({ nodeID, confirmed: 2, unreachable: [] });
     }
   });

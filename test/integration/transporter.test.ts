@@ -14,7 +14,13 @@ let nats: NatsServer;
 const brokers: ServiceBroker[] = [];
 
 const broker = (nodeID: string) => {
-  const b = new ServiceBroker({ nodeID, namespace: "transporter-test", transporter: new BatchingNatsTransporter({ url: nats.url }), serializer: new MsgpackrSerializer(), logger: false });
+  const b = new ServiceBroker({
+    nodeID,
+    namespace: "transporter-test",
+    transporter: new BatchingNatsTransporter({ url: nats.url }),
+    serializer: new MsgpackrSerializer(),
+    logger: false,
+  });
   brokers.push(b);
   return b;
 };
@@ -61,7 +67,10 @@ it("carries JSON keys as they are, __proto__ included, both ways", async () => {
   // msgpackr on its own decodes a `__proto__` key as `__proto_`; the serializer escapes such keys.
   const data = JSON.parse('{"__proto__":{"__proto__":1,"__proto_":2},"constructor":3,"a.b":4,"$x":5,"":6,"\\u0000":7}');
   const server = broker("keys-server");
-  server.createService({ name: "keys", actions: { echo: (ctx: Context<{ data: unknown }>) => ({ got: JSON.stringify(ctx.params.data), data: ctx.params.data }) } });
+  server.createService({
+    name: "keys",
+    actions: { echo: (ctx: Context<{ data: unknown }>) => ({ got: JSON.stringify(ctx.params.data), data: ctx.params.data }) },
+  });
   const client = broker("keys-client");
   await Promise.all([server.start(), client.start()]);
   await client.waitForServices(["keys"]);
@@ -103,7 +112,10 @@ it("logs a packet its closed connection cannot take instead of ending the proces
   });
   brokers.push(b);
   await b.start();
-  const transit = b.transit as unknown as { discoverNodes(): Promise<void>; tx: { client: { close(): Promise<void> }; logger: { warn(...a: unknown[]): void } } };
+  const transit = b.transit as unknown as {
+    discoverNodes(): Promise<void>;
+    tx: { client: { close(): Promise<void> }; logger: { warn(...a: unknown[]): void } };
+  };
   transit.tx.logger.warn = (...args: unknown[]) => void warnings.push(args.map(String).join(" "));
   // A DISCOVER broadcast (it always goes out, listeners or not) is held for the end of the turn,
   // and the connection closes before then.

@@ -15,7 +15,8 @@ describe("usage tiers", () => {
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "wfp-tiers-"));
     store = new SqliteStore(dir);
-    const rows = (name: string) => store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
+    const rows = (name: string) =>
+      store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
     tiers = new Tiers(
       [
         { name: "minute", size: MINUTE, rows: rows("usage_minutes"), keepMs: 2 * DAY },
@@ -39,7 +40,19 @@ describe("usage tiers", () => {
     for (let t = day; t < day + DAY + 2 * HOUR; t += MINUTE) {
       const hist = new Array(25).fill(0);
       hist[3] = 1;
-      await minutes.insert({ id: `b.${n++}`, ...A, start: t, key_id: "key_1", method: "GET", route: "/events", status: 200, count: 1, errors: 0, latency_ms_sum: 4, hist });
+      await minutes.insert({
+        id: `b.${n++}`,
+        ...A,
+        start: t,
+        key_id: "key_1",
+        method: "GET",
+        route: "/events",
+        status: 200,
+        count: 1,
+        errors: 0,
+        latency_ms_sum: 4,
+        hist,
+      });
     }
     const from = day - 6 * HOUR;
     const to = day + DAY + 2 * HOUR;

@@ -9,7 +9,18 @@ import { loadSettings, SERVICE_NAMES, SETTING_NAMES } from "../../shared/config"
  */
 const root = join(__dirname, "../..");
 const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
-  services: Record<string, { image?: string; build?: unknown; command?: string[]; environment?: Record<string, string>; depends_on?: Record<string, { condition: string }>; ports?: string[]; healthcheck?: { test: string[] } }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: unknown;
+      command?: string[];
+      environment?: Record<string, string>;
+      depends_on?: Record<string, { condition: string }>;
+      ports?: string[];
+      healthcheck?: { test: string[] };
+    }
+  >;
   volumes: Record<string, unknown>;
 };
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
@@ -63,7 +74,8 @@ describe("docker-compose.yml", () => {
   it("gives every container settings the code accepts, for a cluster on NATS and MongoDB", () => {
     for (const [name, svc] of platform) {
       const env = svc.environment ?? {};
-      for (const key of Object.keys(env)) expect({ name, key, known: (SETTING_NAMES as readonly string[]).includes(key) }).toEqual({ name, key, known: true });
+      for (const key of Object.keys(env))
+        expect({ name, key, known: (SETTING_NAMES as readonly string[]).includes(key) }).toEqual({ name, key, known: true });
       const settings = loadSettings(env);
       expect(settings.transporter).toBe("nats://nats:4222");
       expect(settings.mongoUrl).toMatch(/^mongodb:\/\/mongo:27017\/.*replicaSet=rs0/);

@@ -127,17 +127,22 @@ describe("RateLimiter.check", () => {
 describe("idempotency fingerprints and secrets", () => {
   it("differ by calling key, method, path, query and body", () => {
     const base = fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 1 });
-    expect(new Set([
-      base,
-      fingerprintOf("key_b", "POST", "/v1/x", "a=1", { b: 1 }),
-      fingerprintOf("key_a", "POST", "/v1/y", "a=1", { b: 1 }),
-      fingerprintOf("key_a", "POST", "/v1/x", "a=2", { b: 1 }),
-      fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 2 }),
-    ]).size).toBe(5);
+    expect(
+      new Set([
+        base,
+        fingerprintOf("key_b", "POST", "/v1/x", "a=1", { b: 1 }),
+        fingerprintOf("key_a", "POST", "/v1/y", "a=1", { b: 1 }),
+        fingerprintOf("key_a", "POST", "/v1/x", "a=2", { b: 1 }),
+        fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 2 }),
+      ]).size,
+    ).toBe(5);
   });
 
   it("keep an answer without its secret field", () => {
-    expect(withoutSecret({ data: { id: "key_1", key: "svc_live_x" } }, "key")).toEqual({ body: { data: { id: "key_1", key: null } }, redacted: "key" });
+    expect(withoutSecret({ data: { id: "key_1", key: "svc_live_x" } }, "key")).toEqual({
+      body: { data: { id: "key_1", key: null } },
+      redacted: "key",
+    });
     expect(withoutSecret({ error: { code: "x" } }, "key")).toEqual({ body: { error: { code: "x" } }, redacted: null });
   });
 });
@@ -145,7 +150,12 @@ describe("idempotency fingerprints and secrets", () => {
 describe("checkPageNumbers", () => {
   it("takes plain decimal digits only", () => {
     expect(() => checkPageNumbers({ page: "12", per_page: "100", limit: "5" })).not.toThrow();
-    for (const [param, value] of [["page", "1e1"], ["per_page", "0x10"], ["limit", "-1"], ["page", ["1", "2"]]] as const) {
+    for (const [param, value] of [
+      ["page", "1e1"],
+      ["per_page", "0x10"],
+      ["limit", "-1"],
+      ["page", ["1", "2"]],
+    ] as const) {
       expect(() => checkPageNumbers({ [param]: value })).toThrow(expect.objectContaining({ type: "parameter_invalid", data: { param } }));
     }
   });

@@ -1,5 +1,13 @@
 import fc from "fast-check";
-import { escapesLoneSurrogate, findJsonFault, formatPath, MAX_JSON_DEPTH, nestsDeeperThan, parseJsonWithinLimits, scanJson } from "../../shared/json-limits";
+import {
+  escapesLoneSurrogate,
+  findJsonFault,
+  formatPath,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  parseJsonWithinLimits,
+  scanJson,
+} from "../../shared/json-limits";
 import { MsgpackrSerializer } from "../../shared/serializer";
 import { eventDataFault, render, type TemplateScope } from "../../services/workflows/runs.logic";
 
@@ -8,11 +16,33 @@ const depthOf = (v: unknown): number =>
   v === null || typeof v !== "object" ? 0 : 1 + Math.max(0, ...Object.values(v as Record<string, unknown>).map(depthOf));
 
 /** `{"k":{"k":…}}` with `levels` objects, the innermost holding `inner`. */
-const nestObjects = (levels: number, key = "a", inner = "1") => `{"${key}":`.repeat(levels - 1) + `{"${key}":${inner}}` + "}".repeat(levels - 1);
+const nestObjects = (levels: number, key = "a", inner = "1") =>
+  `{"${key}":`.repeat(levels - 1) + `{"${key}":${inner}}` + "}".repeat(levels - 1);
 const nestArrays = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
 
-const SPECIAL_KEYS = ["a.b", "$x", "$$date", "__proto__", "__proto_", "__proto___", "constructor", "prototype", "toString", "", "\u0000", "\u2028", "\u2029", "\u0085", "😀", "é"];
-const key = fc.oneof(fc.constantFrom(...SPECIAL_KEYS), fc.string({ unit: "grapheme", maxLength: 6 }), fc.string({ unit: "binary", maxLength: 4 }).filter((s) => s.isWellFormed()));
+const SPECIAL_KEYS = [
+  "a.b",
+  "$x",
+  "$$date",
+  "__proto__",
+  "__proto_",
+  "__proto___",
+  "constructor",
+  "prototype",
+  "toString",
+  "",
+  "\u0000",
+  "\u2028",
+  "\u2029",
+  "\u0085",
+  "😀",
+  "é",
+];
+const key = fc.oneof(
+  fc.constantFrom(...SPECIAL_KEYS),
+  fc.string({ unit: "grapheme", maxLength: 6 }),
+  fc.string({ unit: "binary", maxLength: 4 }).filter((s) => s.isWellFormed()),
+);
 const value = fc.letrec((tie) => ({
   json: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
@@ -41,10 +71,22 @@ describe("nesting", () => {
     expect(parseJsonWithinLimits(nestObjects(MAX_JSON_DEPTH))).toMatchObject({ ok: true });
     expect(parseJsonWithinLimits(nestArrays(MAX_JSON_DEPTH))).toMatchObject({ ok: true });
     // Empty containers count; scalars do not.
-    expect(parseJsonWithinLimits(nestObjects(MAX_JSON_DEPTH, "a", "{}"))).toEqual({ ok: false, kind: "too_deep", path: Array(MAX_JSON_DEPTH).fill("a") });
-    expect(parseJsonWithinLimits(nestArrays(MAX_JSON_DEPTH + 1))).toEqual({ ok: false, kind: "too_deep", path: Array(MAX_JSON_DEPTH).fill(0) });
+    expect(parseJsonWithinLimits(nestObjects(MAX_JSON_DEPTH, "a", "{}"))).toEqual({
+      ok: false,
+      kind: "too_deep",
+      path: Array(MAX_JSON_DEPTH).fill("a"),
+    });
+    expect(parseJsonWithinLimits(nestArrays(MAX_JSON_DEPTH + 1))).toEqual({
+      ok: false,
+      kind: "too_deep",
+      path: Array(MAX_JSON_DEPTH).fill(0),
+    });
     const mixed = `{"data":{"list":[1,{"x":${nestArrays(MAX_JSON_DEPTH - 3)}}]}}`;
-    expect(parseJsonWithinLimits(mixed)).toEqual({ ok: false, kind: "too_deep", path: ["data", "list", 1, "x", ...Array(MAX_JSON_DEPTH - 4).fill(0)] });
+    expect(parseJsonWithinLimits(mixed)).toEqual({
+      ok: false,
+      kind: "too_deep",
+      path: ["data", "list", 1, "x", ...Array(MAX_JSON_DEPTH - 4).fill(0)],
+    });
     // The first place in the text where it is crossed; keys are decoded.
     const two = `{"ok":${nestArrays(10)},"a\\u002eb":[0,0,${nestArrays(40)}],"later":${nestArrays(40)}}`;
     expect(parseJsonWithinLimits(two)).toEqual({ ok: false, kind: "too_deep", path: ["a.b", 2, ...Array(MAX_JSON_DEPTH - 2).fill(0)] });
@@ -83,12 +125,17 @@ describe("nesting", () => {
       }
     };
     const mutated = fc
-      .tuple(fc.json({ depthSize: "small" }), fc.nat(), fc.constantFrom("", "[", "]", "{", "}", ",", ":", '"', "\\", "-", "0", "e", ".", " ", "\u0001", "t", "\\u12"), fc.nat(3))
+      .tuple(
+        fc.json({ depthSize: "small" }),
+        fc.nat(),
+        fc.constantFrom("", "[", "]", "{", "}", ",", ":", '"', "\\", "-", "0", "e", ".", " ", "\u0001", "t", "\\u12"),
+        fc.nat(3),
+      )
       .map(([text, at, insert, cut]) => {
         const i = at % (text.length + 1);
         return text.slice(0, i) + insert + text.slice(i + cut);
       });
-    const jsonish = fc.string({ unit: fc.constantFrom(..."{}[]:,\"\\ 0123-+.eEtruefalsn\u0000\n\t"), maxLength: 30 });
+    const jsonish = fc.string({ unit: fc.constantFrom(...'{}[]:,"\\ 0123-+.eEtruefalsn\u0000\n\t'), maxLength: 30 });
     fc.assert(
       fc.property(fc.oneof(mutated, jsonish, fc.json()), (text) => {
         expect(scanJson(text, 0).valid).toBe(parses(text));
@@ -100,12 +147,29 @@ describe("nesting", () => {
 
 describe("well-formed text", () => {
   it("refuses lone surrogates in values and keys, naming the first in the text", () => {
-    expect(parseJsonWithinLimits('{"data":{"a":"ok","b":["x","\\ud800"]}}')).toEqual({ ok: false, kind: "not_well_formed", path: ["data", "b", 1] });
-    expect(parseJsonWithinLimits('{"data":{"\\udc00":1}}')).toEqual({ ok: false, kind: "not_well_formed", path: ["data", "\udc00"], key: true });
+    expect(parseJsonWithinLimits('{"data":{"a":"ok","b":["x","\\ud800"]}}')).toEqual({
+      ok: false,
+      kind: "not_well_formed",
+      path: ["data", "b", 1],
+    });
+    expect(parseJsonWithinLimits('{"data":{"\\udc00":1}}')).toEqual({
+      ok: false,
+      kind: "not_well_formed",
+      path: ["data", "\udc00"],
+      key: true,
+    });
     expect(parseJsonWithinLimits('{"a":"\\ud800","\\udc00":1}')).toEqual({ ok: false, kind: "not_well_formed", path: ["a"] });
-    expect(parseJsonWithinLimits('{"\\udc00":1,"a":"\\ud800"}')).toEqual({ ok: false, kind: "not_well_formed", path: ["\udc00"], key: true });
+    expect(parseJsonWithinLimits('{"\\udc00":1,"a":"\\ud800"}')).toEqual({
+      ok: false,
+      kind: "not_well_formed",
+      path: ["\udc00"],
+      key: true,
+    });
     // A pair, a backslash followed by text, a replacement character: all fine.
-    expect(parseJsonWithinLimits('{"a":"\\ud83d\\ude00","b":"\\\\ud800","c":"\ufffd"}')).toEqual({ ok: true, value: { a: "😀", b: "\\ud800", c: "\ufffd" } });
+    expect(parseJsonWithinLimits('{"a":"\\ud83d\\ude00","b":"\\\\ud800","c":"\ufffd"}')).toEqual({
+      ok: true,
+      value: { a: "😀", b: "\\ud800", c: "\ufffd" },
+    });
   });
 
   it("finds any lone surrogate in any value", () => {
@@ -166,7 +230,10 @@ describe("well-formed text", () => {
 
 describe("workflow templates and event data", () => {
   const deep = JSON.parse(nestObjects(MAX_JSON_DEPTH, "k", '"bottom"'));
-  const scope: TemplateScope = { input: JSON.parse('{"a.b":1,"__proto__":2,"list":[1,2]}'), steps: { s: { output: { status_code: 200, body: deep } } } };
+  const scope: TemplateScope = {
+    input: JSON.parse('{"a.b":1,"__proto__":2,"list":[1,2]}'),
+    steps: { s: { output: { status_code: 200, body: deep } } },
+  };
 
   it("reach deep values by path, and only the values' own members", () => {
     const path = Array(MAX_JSON_DEPTH).fill("k").join(".");
@@ -181,7 +248,9 @@ describe("workflow templates and event data", () => {
 
   it("keep event data within what POST /events takes", () => {
     expect(eventDataFault(render({ copy: "{{input}}" }, scope))).toBeNull();
-    expect(eventDataFault(render({ answer: "{{steps.s.output.body}}" }, scope))).toMatch(/^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.answer(\.k)+\)$/);
+    expect(eventDataFault(render({ answer: "{{steps.s.output.body}}" }, scope))).toMatch(
+      /^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.answer(\.k)+\)$/,
+    );
   });
 });
 

@@ -3,7 +3,15 @@ import { jsonLines } from "../../shared/log-format";
 describe("log lines", () => {
   it("are one JSON object each: fields of plain objects become fields, words the message", () => {
     const [line] = jsonLines("debug", [{ request_id: "req_1", status: 201 }, "request"], { nodeID: "n1", mod: "gateway" });
-    expect(JSON.parse(line)).toEqual({ ts: expect.any(Number), level: "debug", msg: "request", nodeID: "n1", mod: "gateway", request_id: "req_1", status: 201 });
+    expect(JSON.parse(line)).toEqual({
+      ts: expect.any(Number),
+      level: "debug",
+      msg: "request",
+      nodeID: "n1",
+      mod: "gateway",
+      request_id: "req_1",
+      status: 201,
+    });
   });
 
   it("render errors with their name, message, code and stack", () => {

@@ -5,9 +5,28 @@ import { outbound, outboundAgent } from "../../shared/outbound";
 
 describe("isPrivateAddress", () => {
   it.each([
-    "127.0.0.1", "127.255.0.3", "10.0.0.1", "172.16.5.5", "172.31.255.255", "192.168.0.1", "169.254.169.254",
-    "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "198.18.0.1",
-    "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:7f00:1", "64:ff9b::10.0.0.1", "not-an-ip",
+    "127.0.0.1",
+    "127.255.0.3",
+    "10.0.0.1",
+    "172.16.5.5",
+    "172.31.255.255",
+    "192.168.0.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "255.255.255.255",
+    "198.18.0.1",
+    "::1",
+    "::",
+    "fe80::1",
+    "fc00::1",
+    "fd12:3456::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:7f00:1",
+    "64:ff9b::10.0.0.1",
+    "not-an-ip",
   ])("refuses %s", (ip) => expect(isPrivateAddress(ip)).toBe(true));
 
   it.each(["93.184.215.14", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"])("allows %s", (ip) =>
@@ -53,7 +72,9 @@ describe("guardedLookup, at connect time", () => {
   it("refuses a name that resolves to loopback unless private targets are allowed", async () => {
     const strict = new Agent({ connect: { lookup: guardedLookup(false) } });
     const err = await request(`http://localhost:${port}/`, { dispatcher: strict }).catch((e: unknown) => e);
-    expect(String((err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code)).toBe("ERR_URL_NOT_ALLOWED");
+    expect(String((err as { code?: string; cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code)).toBe(
+      "ERR_URL_NOT_ALLOWED",
+    );
     await strict.close();
 
     const open = new Agent({ connect: { lookup: guardedLookup(true) } });
@@ -93,7 +114,9 @@ describe("isPrivateAddress, IPv6 forms that carry or reach an inner address", ()
       const err = await checkTargetUrl(`https://${host}/hook`, live).catch((e: unknown) => e);
       expect(err).toMatchObject({ type: "url_not_allowed", message: "the host resolves to a private address" });
     }
-    const viaDns = await checkTargetUrl("https://hooks.example.com/x", live, async () => ["93.184.215.14", "10.0.0.7"]).catch((e: unknown) => e);
+    const viaDns = await checkTargetUrl("https://hooks.example.com/x", live, async () => ["93.184.215.14", "10.0.0.7"]).catch(
+      (e: unknown) => e,
+    );
     expect((viaDns as Error).message).toBe("the host resolves to a private address");
     expect((viaDns as Error).message).not.toContain("10.0.0.7");
   });

@@ -47,7 +47,12 @@ describe("prune", () => {
   let store: SqliteStore;
   let items: Collection<Item>;
   const now = Date.parse("2026-11-20T00:00:00.000Z");
-  const item = (ms: number, state: Item["state"] = "done"): Item => ({ id: `evt_${ulid(ms).toLowerCase()}`, org_id: "org_1", state, at: new Date(ms).toISOString() });
+  const item = (ms: number, state: Item["state"] = "done"): Item => ({
+    id: `evt_${ulid(ms).toLowerCase()}`,
+    org_id: "org_1",
+    state,
+    at: new Date(ms).toISOString(),
+  });
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "wfp-retention-"));
@@ -60,7 +65,9 @@ describe("prune", () => {
   });
 
   it("deletes what is old and removable, batch by batch, keeps what is still needed, and says how many went", async () => {
-    const old = Array.from({ length: 2 * PRUNE_BATCH_MAX + 37 }, (_, i) => item(now - 40 * DAY + i * 1000, i % 100 === 0 ? "busy" : "done"));
+    const old = Array.from({ length: 2 * PRUNE_BATCH_MAX + 37 }, (_, i) =>
+      item(now - 40 * DAY + i * 1000, i % 100 === 0 ? "busy" : "done"),
+    );
     const young = Array.from({ length: 20 }, (_, i) => item(now - 10 * DAY + i));
     await Promise.all([...old, ...young].map((d) => items.insert(d)));
     const needed = new Set([old[1].id, old[PRUNE_BATCH_MAX + 2].id, old[old.length - 1].id]);
@@ -100,7 +107,10 @@ describe("prune", () => {
 
   it("stops between batches when asked to", async () => {
     await Promise.all(Array.from({ length: 3 * PRUNE_BATCH_MAX }, (_, i) => items.insert(item(now - 40 * DAY + i))));
-    const removed = await prune({ collection: items, field: "id", before: firstIdAt("evt", now - 30 * DAY), removable: {} }, { pauseMs: 0, stopped: () => true });
+    const removed = await prune(
+      { collection: items, field: "id", before: firstIdAt("evt", now - 30 * DAY), removable: {} },
+      { pauseMs: 0, stopped: () => true },
+    );
     expect(removed).toBe(PRUNE_BATCH_MAX);
   });
 });
@@ -156,7 +166,12 @@ describe("bounded outputs", () => {
     expect(() => render("{{steps.call.output.body.pad}}", scope)).toThrow(TemplateError);
     expect(() => render("id={{steps.call.output.body}}", scope)).toThrow(/steps\.call\.output\.body.*was not stored whole/);
     expect(() => render("{{steps.call.output}}", scope)).toThrow(TemplateError);
-    expect(render({ code: "{{steps.call.output.status_code}}", cut: "{{steps.call.output.truncated}}", size: "{{steps.call.output.size}}" }, scope)).toEqual({
+    expect(
+      render(
+        { code: "{{steps.call.output.status_code}}", cut: "{{steps.call.output.truncated}}", size: "{{steps.call.output.size}}" },
+        scope,
+      ),
+    ).toEqual({
       code: 200,
       cut: true,
       size: jsonBytes(big.body),

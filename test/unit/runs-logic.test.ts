@@ -16,7 +16,10 @@ describe("templates", () => {
   });
 
   it("fills nested objects and lists, and leaves other values alone", () => {
-    expect(render({ a: ["{{input.order.id}}", 1, true, null], b: { c: "{{input.order.qty}}" } }, scope)).toEqual({ a: ["o1", 1, true, null], b: { c: 3 } });
+    expect(render({ a: ["{{input.order.id}}", 1, true, null], b: { c: "{{input.order.qty}}" } }, scope)).toEqual({
+      a: ["o1", 1, true, null],
+      b: { c: 3 },
+    });
   });
 });
 
@@ -39,7 +42,9 @@ describe("finishing a run", () => {
     expect(set.finished_at).toBe("t1");
     expect(set.steps!.map((s) => s.status)).toEqual(["succeeded", "failed", "skipped"]);
     expect(set.steps![1]).toMatchObject({ error: "boom", started_at: "t0", finished_at: "t1" });
-    expect(set.outbox).toEqual([{ id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: "run_1", status: "failed" } }]);
+    expect(set.outbox).toEqual([
+      { id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: "run_1", status: "failed" } },
+    ]);
   });
 });
 

@@ -4,7 +4,7 @@ import { bucketOf, emptyHistogram, LATENCY_BOUNDS_MS, Meter, quantileOf } from "
 describe("latency histograms", () => {
   it("give p50 and p95 within one bucket of the true quantiles", () => {
     let seed = 7;
-    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     for (let round = 0; round < 50; round += 1) {
       const values = Array.from({ length: 1 + Math.floor(random() * 500) }, () => random() ** 3 * 2000);
       const hist = emptyHistogram();
@@ -54,7 +54,10 @@ describe("analytics windows", () => {
   it("defaults to the last day (hours) or 30 days (days), ending now", () => {
     expect(windowOf(undefined, undefined, "hour", now)).toEqual({ from: now - 86_400_000, to: now });
     expect(windowOf(undefined, undefined, "day", now)).toEqual({ from: now - 30 * 86_400_000, to: now });
-    expect(windowOf("2026-11-01", "2026-11-02T00:00:00+01:00", "hour", now)).toEqual({ from: Date.parse("2026-11-01T00:00:00Z"), to: Date.parse("2026-11-01T23:00:00Z") });
+    expect(windowOf("2026-11-01", "2026-11-02T00:00:00+01:00", "hour", now)).toEqual({
+      from: Date.parse("2026-11-01T00:00:00Z"),
+      to: Date.parse("2026-11-01T23:00:00Z"),
+    });
   });
   it.each([
     ["2026-11-02", "2026-11-01", "from"],

@@ -17,7 +17,10 @@ describe("outcomeOf", () => {
   it("fails the delivery at the fifth attempt of a series, counting from a redelivery's start", () => {
     const four = Array.from({ length: 4 }, () => attempt(500));
     expect(outcomeOf({ attempts: four, series_start: 0 }, attempt(500), DELAYS, 0)).toEqual({ status: "failed", dueAt: null });
-    expect(outcomeOf({ attempts: [...four, attempt(500)], series_start: 5 }, attempt(500), DELAYS, 0, 0)).toEqual({ status: "pending", dueAt: 1000 });
+    expect(outcomeOf({ attempts: [...four, attempt(500)], series_start: 5 }, attempt(500), DELAYS, 0, 0)).toEqual({
+      status: "pending",
+      dueAt: 1000,
+    });
   });
 });
 

@@ -17,7 +17,11 @@ export function EventsPage() {
     <section aria-labelledby="events-title">
       <header class="page-head">
         <h2 id="events-title">Events</h2>
-        {can("events:write") && !emitting && <button type="button" onClick={() => (setEmitting(true), setEmitted(null))}>Send event</button>}
+        {can("events:write") && !emitting && (
+          <button type="button" onClick={() => (setEmitting(true), setEmitted(null))}>
+            Send event
+          </button>
+        )}
       </header>
       {emitting && (
         <EmitEvent
@@ -47,9 +51,19 @@ export function EventsPage() {
       >
         <label>
           Type
-          <input name="type" list="known-types" placeholder="e.g. order.created" value={type} onInput={(e) => setType(e.currentTarget.value)} />
+          <input
+            name="type"
+            list="known-types"
+            placeholder="e.g. order.created"
+            value={type}
+            onInput={(e) => setType(e.currentTarget.value)}
+          />
         </label>
-        <datalist id="known-types">{(types.data ?? []).map((t) => <option key={t.type} value={t.type} />)}</datalist>
+        <datalist id="known-types">
+          {(types.data ?? []).map((t) => (
+            <option key={t.type} value={t.type} />
+          ))}
+        </datalist>
         <button type="submit" class="small">
           Filter
         </button>
@@ -98,7 +112,15 @@ function EmitEvent({ onEmitted, onCancel }: { onEmitted(evt: PlatformEvent): voi
       <h3 id="emit-title">Send an event</h3>
       <label>
         Type
-        <input name="type" required placeholder="order.created" value={type} onInput={(e) => setType(e.currentTarget.value)} aria-invalid={emit.error?.param === "type" || undefined} aria-describedby="type-error" />
+        <input
+          name="type"
+          required
+          placeholder="order.created"
+          value={type}
+          onInput={(e) => setType(e.currentTarget.value)}
+          aria-invalid={emit.error?.param === "type" || undefined}
+          aria-describedby="type-error"
+        />
         <FieldError error={emit.error} param="type" />
       </label>
       <JsonField label="Data (JSON object)" name="data" rows={6} json={data} invalid={emit.error?.param === "data"} />

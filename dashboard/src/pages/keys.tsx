@@ -16,7 +16,11 @@ export function KeysPage() {
     <section aria-labelledby="keys-title">
       <header class="page-head">
         <h2 id="keys-title">API keys</h2>
-        {can("api-keys:write") && !creating && <button type="button" onClick={() => (setCreating(true), setSecret(null))}>Create key</button>}
+        {can("api-keys:write") && !creating && (
+          <button type="button" onClick={() => (setCreating(true), setSecret(null))}>
+            Create key
+          </button>
+        )}
       </header>
       {!can("api-keys:write") && <NeedsScope scope="api-keys:write" />}
       {creating && (
@@ -38,9 +42,33 @@ export function KeysPage() {
         empty={`No keys yet in ${identity.environment}.`}
         onPage={setPage}
         columns={[
-          { title: "Name", cell: (k) => <>{k.name}{k.id === identity.api_key.id && <small class="muted"> (this session)</small>}</> },
-          { title: "Key", class: "nowrap", cell: (k) => <code>{k.prefix}…{k.last4}</code> },
-          { title: "Scopes", cell: (k) => k.scopes.map((sc) => <code class="chip" key={sc}>{sc}</code>) },
+          {
+            title: "Name",
+            cell: (k) => (
+              <>
+                {k.name}
+                {k.id === identity.api_key.id && <small class="muted"> (this session)</small>}
+              </>
+            ),
+          },
+          {
+            title: "Key",
+            class: "nowrap",
+            cell: (k) => (
+              <code>
+                {k.prefix}…{k.last4}
+              </code>
+            ),
+          },
+          {
+            title: "Scopes",
+            cell: (k) =>
+              k.scopes.map((sc) => (
+                <code class="chip" key={sc}>
+                  {sc}
+                </code>
+              )),
+          },
           { title: "Status", cell: (k) => <Status value={k.status} /> },
           { title: "Created", cell: (k) => <Time at={k.created_at} /> },
           { title: "Last used", cell: (k) => <Time at={k.last_used_at} /> },
@@ -48,7 +76,8 @@ export function KeysPage() {
             title: "Actions",
             hideTitle: true,
             cell: (k) =>
-              can("api-keys:write") && k.status === "active" && (
+              can("api-keys:write") &&
+              k.status === "active" && (
                 <button type="button" class="outline danger small" onClick={() => setRevoking(k)} aria-label={`Revoke ${k.name}`}>
                   Revoke
                 </button>
@@ -61,7 +90,11 @@ export function KeysPage() {
           title={`Revoke “${revoking.name}”?`}
           body={
             <p>
-              Requests with <code>{revoking.prefix}…{revoking.last4}</code> are refused at once, on every gateway.
+              Requests with{" "}
+              <code>
+                {revoking.prefix}…{revoking.last4}
+              </code>{" "}
+              are refused at once, on every gateway.
               {revoking.id === identity.api_key.id && " This is the key you are signed in with: this session ends."} This cannot be undone.
             </p>
           }
@@ -107,7 +140,15 @@ function CreateKey({ onCreated, onCancel }: { onCreated(key: ApiKey): void; onCa
       <h3 id="create-key-title">New {identity.environment} key</h3>
       <label>
         Name
-        <input name="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} aria-invalid={create.error?.param === "name" || undefined} aria-describedby="name-error" />
+        <input
+          name="name"
+          required
+          maxLength={100}
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+          aria-invalid={create.error?.param === "name" || undefined}
+          aria-describedby="name-error"
+        />
         <FieldError error={create.error} param="name" />
       </label>
       <fieldset>
@@ -115,7 +156,13 @@ function CreateKey({ onCreated, onCancel }: { onCreated(key: ApiKey): void; onCa
         <div class="checks">
           {grantable.map((s) => (
             <label key={s}>
-              <input type="checkbox" name="scopes" value={s} checked={scopes.includes(s)} onChange={(e) => setScopes(e.currentTarget.checked ? [...scopes, s] : scopes.filter((x) => x !== s))} />
+              <input
+                type="checkbox"
+                name="scopes"
+                value={s}
+                checked={scopes.includes(s)}
+                onChange={(e) => setScopes(e.currentTarget.checked ? [...scopes, s] : scopes.filter((x) => x !== s))}
+              />
               <code>{s}</code> <small class="muted">{SCOPES[s]}</small>
             </label>
           ))}

@@ -12,7 +12,8 @@ export function SignInPage({ onSignedIn, notice }: { onSignedIn(session: Session
         <header>
           <h1>Sign in</h1>
           <p class="muted">
-            With an API key of your organization. Keys stay in this browser tab only (session storage) and are sent to nothing but this platform’s API.
+            With an API key of your organization. Keys stay in this browser tab only (session storage) and are sent to nothing but this
+            platform’s API.
           </p>
         </header>
         {notice && (
@@ -36,11 +37,29 @@ export function SignInPage({ onSignedIn, notice }: { onSignedIn(session: Session
         >
           <label>
             Live key
-            <input name="live-key" type="password" autocomplete="off" spellcheck={false} placeholder="svc_live_…" value={live} onInput={(e) => setLive(e.currentTarget.value)} aria-describedby="signin-help" />
+            <input
+              name="live-key"
+              type="password"
+              autocomplete="off"
+              spellcheck={false}
+              placeholder="svc_live_…"
+              value={live}
+              onInput={(e) => setLive(e.currentTarget.value)}
+              aria-describedby="signin-help"
+            />
           </label>
           <label>
             Test key
-            <input name="test-key" type="password" autocomplete="off" spellcheck={false} placeholder="svc_test_…" value={test} onInput={(e) => setTest(e.currentTarget.value)} aria-describedby="signin-help" />
+            <input
+              name="test-key"
+              type="password"
+              autocomplete="off"
+              spellcheck={false}
+              placeholder="svc_test_…"
+              value={test}
+              onInput={(e) => setTest(e.currentTarget.value)}
+              aria-describedby="signin-help"
+            />
           </label>
           <small id="signin-help">One key is enough; give both to switch between live and test data.</small>
           {error && (

@@ -38,7 +38,13 @@ export function UsagePage() {
       <header class="page-head">
         <h2 id="usage-title">Usage</h2>
         <div class="filters">
-          <Choice label="Window" name="window" value={windowName} options={WINDOW_LABELS} onChange={(w) => (setWindowName(w), setTo(Date.now()))} />
+          <Choice
+            label="Window"
+            name="window"
+            value={windowName}
+            options={WINDOW_LABELS}
+            onChange={(w) => (setWindowName(w), setTo(Date.now()))}
+          />
           <button type="button" class="outline secondary small" onClick={() => setTo(Date.now())}>
             Refresh
           </button>
@@ -111,7 +117,11 @@ function RequestsChart({ buckets, granularity }: { buckets: UsageBucket[]; granu
     const styles = getComputedStyle(document.documentElement);
     const primary = styles.getPropertyValue("--pico-primary").trim() || "#1f6feb";
     const danger = "#d93526";
-    const data: uPlot.AlignedData = [buckets.map((b) => Date.parse(b.start) / 1000), buckets.map((b) => b.count), buckets.map((b) => b.errors)];
+    const data: uPlot.AlignedData = [
+      buckets.map((b) => Date.parse(b.start) / 1000),
+      buckets.map((b) => b.count),
+      buckets.map((b) => b.errors),
+    ];
     const plot = new uPlot(
       {
         width: el.clientWidth || 600,
@@ -138,7 +148,12 @@ function RequestsChart({ buckets, granularity }: { buckets: UsageBucket[]; granu
   if (total === 0) return <Empty>No requests in this window yet.</Empty>;
   return (
     <>
-      <div ref={box} class="chart" role="img" aria-label={`Requests per ${granularity}: ${total} requests, ${errors} errors in the window`} />
+      <div
+        ref={box}
+        class="chart"
+        role="img"
+        aria-label={`Requests per ${granularity}: ${total} requests, ${errors} errors in the window`}
+      />
       <details>
         <summary>Data as a table</summary>
         <div class="table-wrap">

@@ -2,7 +2,25 @@ import { useState } from "preact/hooks";
 import { DELIVERY_STATUSES } from "../../../shared/deliveries";
 import { call, type Delivery, type Webhook } from "../api";
 import { href } from "../session";
-import { Choice, Confirm, DataTable, Empty, ErrorNotice, FieldError, ListOf, Loaded, NeedsScope, Pager, SecretOnce, Status, Time, statusOptions, useAccount, useAction, useApi } from "../ui";
+import {
+  Choice,
+  Confirm,
+  DataTable,
+  Empty,
+  ErrorNotice,
+  FieldError,
+  ListOf,
+  Loaded,
+  NeedsScope,
+  Pager,
+  SecretOnce,
+  Status,
+  Time,
+  statusOptions,
+  useAccount,
+  useAction,
+  useApi,
+} from "../ui";
 
 export function WebhooksPage() {
   const { can, identity } = useAccount();
@@ -15,7 +33,11 @@ export function WebhooksPage() {
     <section aria-labelledby="webhooks-title">
       <header class="page-head">
         <h2 id="webhooks-title">Webhooks</h2>
-        {can("webhooks:write") && !creating && <button type="button" onClick={() => (setCreating(true), setCreated(null))}>Add endpoint</button>}
+        {can("webhooks:write") && !creating && (
+          <button type="button" onClick={() => (setCreating(true), setCreated(null))}>
+            Add endpoint
+          </button>
+        )}
       </header>
       {creating && (
         <CreateWebhook
@@ -35,8 +57,24 @@ export function WebhooksPage() {
         empty={`No webhook endpoints in ${identity.environment} yet. Add one to receive signed events.`}
         onPage={setPage}
         columns={[
-          { title: "Endpoint", cell: (wh) => <><a href={href("webhooks", wh.id)}>{wh.url}</a>{wh.description && <small class="muted block">{wh.description}</small>}</> },
-          { title: "Events", cell: (wh) => wh.events.map((t) => <code class="chip" key={t}>{t}</code>) },
+          {
+            title: "Endpoint",
+            cell: (wh) => (
+              <>
+                <a href={href("webhooks", wh.id)}>{wh.url}</a>
+                {wh.description && <small class="muted block">{wh.description}</small>}
+              </>
+            ),
+          },
+          {
+            title: "Events",
+            cell: (wh) =>
+              wh.events.map((t) => (
+                <code class="chip" key={t}>
+                  {t}
+                </code>
+              )),
+          },
           { title: "Status", cell: (wh) => <Status value={wh.status} /> },
           { title: "Created", cell: (wh) => <Time at={wh.created_at} /> },
         ]}
@@ -54,7 +92,10 @@ function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: Webhook): void; 
   const create = useAction(() =>
     call<Webhook>(key, "POST", "/webhooks", {
       url: url.trim(),
-      events: events.split(",").map((t) => t.trim()).filter(Boolean),
+      events: events
+        .split(",")
+        .map((t) => t.trim())
+        .filter(Boolean),
       ...(description.trim() && { description: description.trim() }),
     }),
   );
@@ -71,15 +112,36 @@ function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: Webhook): void; 
       <h3 id="create-webhook-title">New webhook endpoint</h3>
       <label>
         Endpoint URL
-        <input type="url" name="url" required placeholder="https://example.com/webhooks" value={url} onInput={(e) => setUrl(e.currentTarget.value)} aria-invalid={create.error?.param === "url" || undefined} aria-describedby="url-error" />
+        <input
+          type="url"
+          name="url"
+          required
+          placeholder="https://example.com/webhooks"
+          value={url}
+          onInput={(e) => setUrl(e.currentTarget.value)}
+          aria-invalid={create.error?.param === "url" || undefined}
+          aria-describedby="url-error"
+        />
         <FieldError error={create.error} param="url" />
       </label>
       <label>
         Event types
-        <input name="events" required list="event-types" value={events} onInput={(e) => setEvents(e.currentTarget.value)} aria-describedby="events-help events-error" aria-invalid={create.error?.param?.startsWith("events") || undefined} />
+        <input
+          name="events"
+          required
+          list="event-types"
+          value={events}
+          onInput={(e) => setEvents(e.currentTarget.value)}
+          aria-describedby="events-help events-error"
+          aria-invalid={create.error?.param?.startsWith("events") || undefined}
+        />
         <small id="events-help">Comma-separated, or * for every type.</small>
         <FieldError error={create.error} param="events" />
-        <datalist id="event-types">{(types.data ?? []).map((t) => <option key={t.type} value={t.type} />)}</datalist>
+        <datalist id="event-types">
+          {(types.data ?? []).map((t) => (
+            <option key={t.type} value={t.type} />
+          ))}
+        </datalist>
       </label>
       <label>
         Description (optional)
@@ -106,10 +168,16 @@ export function WebhookPage({ id }: { id: string }) {
   const [status, setStatus] = useState<keyof typeof DELIVERY_FILTERS>("all");
   const [page, setPage] = useState(1);
   const [live, setLive] = useState(true);
-  const deliveries = useApi<Delivery[]>(`/webhooks/${encodeURIComponent(id)}/deliveries`, { page, per_page: 20, status: status === "all" ? undefined : status }, live ? 2000 : undefined);
+  const deliveries = useApi<Delivery[]>(
+    `/webhooks/${encodeURIComponent(id)}/deliveries`,
+    { page, per_page: 20, status: status === "all" ? undefined : status },
+    live ? 2000 : undefined,
+  );
   const [rotating, setRotating] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
-  const toggle = useAction((next: "enabled" | "disabled") => call<Webhook>(key, "PATCH", `/webhooks/${encodeURIComponent(id)}`, { status: next }));
+  const toggle = useAction((next: "enabled" | "disabled") =>
+    call<Webhook>(key, "PATCH", `/webhooks/${encodeURIComponent(id)}`, { status: next }),
+  );
   const rotate = useAction(() => call<Webhook>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`));
 
   return (
@@ -132,7 +200,13 @@ export function WebhookPage({ id }: { id: string }) {
                 <code>{wh.id}</code>
               </dd>
               <dt>Events</dt>
-              <dd>{wh.events.map((t) => <code class="chip" key={t}>{t}</code>)}</dd>
+              <dd>
+                {wh.events.map((t) => (
+                  <code class="chip" key={t}>
+                    {t}
+                  </code>
+                ))}
+              </dd>
               {wh.description && (
                 <>
                   <dt>Description</dt>
@@ -170,7 +244,12 @@ export function WebhookPage({ id }: { id: string }) {
       {rotating && (
         <Confirm
           title="Rotate the signing secret?"
-          body={<p>Deliveries are signed with the new secret and, for 24 hours, also with the old one, so your endpoint can switch without losing any.</p>}
+          body={
+            <p>
+              Deliveries are signed with the new secret and, for 24 hours, also with the old one, so your endpoint can switch without losing
+              any.
+            </p>
+          }
           action="Rotate secret"
           pending={rotate.pending}
           onCancel={() => setRotating(false)}
@@ -199,7 +278,9 @@ export function WebhookPage({ id }: { id: string }) {
         <Loaded state={deliveries} what="deliveries">
           {(items) =>
             items.length === 0 ? (
-              <Empty>{status === "all" ? "No deliveries yet: events this endpoint subscribes to will appear here." : `No ${status} deliveries.`}</Empty>
+              <Empty>
+                {status === "all" ? "No deliveries yet: events this endpoint subscribes to will appear here." : `No ${status} deliveries.`}
+              </Empty>
             ) : (
               <ul class="deliveries" aria-label="Deliveries">
                 {items.map((d) => (
@@ -217,7 +298,9 @@ export function WebhookPage({ id }: { id: string }) {
 
 function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string; delivery: Delivery; onChanged(): void }) {
   const { key, can } = useAccount();
-  const redeliver = useAction(() => call<Delivery>(key, "POST", `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`));
+  const redeliver = useAction(() =>
+    call<Delivery>(key, "POST", `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`),
+  );
   const last = d.attempts[d.attempts.length - 1];
   return (
     <li class="delivery" data-delivery={d.id}>
@@ -255,7 +338,13 @@ function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string
           )}
         </p>
         {can("webhooks:write") && (
-          <button type="button" class="outline small" aria-busy={redeliver.pending} disabled={redeliver.pending} onClick={async () => (await redeliver.go()) && onChanged()}>
+          <button
+            type="button"
+            class="outline small"
+            aria-busy={redeliver.pending}
+            disabled={redeliver.pending}
+            onClick={async () => (await redeliver.go()) && onChanged()}
+          >
             Redeliver
           </button>
         )}

@@ -1,7 +1,23 @@
 import { useState } from "preact/hooks";
 import { call, TERMINAL_RUN, type Run, type Workflow } from "../api";
 import { href } from "../session";
-import { Choice, Confirm, ErrorNotice, Json, JsonField, ListOf, Loaded, NeedsScope, Status, Time, statusOptions, useAccount, useAction, useApi, useJsonText } from "../ui";
+import {
+  Choice,
+  Confirm,
+  ErrorNotice,
+  Json,
+  JsonField,
+  ListOf,
+  Loaded,
+  NeedsScope,
+  Status,
+  Time,
+  statusOptions,
+  useAccount,
+  useAction,
+  useApi,
+  useJsonText,
+} from "../ui";
 
 const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
@@ -15,7 +31,8 @@ const EXAMPLE = JSON.stringify(
   2,
 );
 
-const startedBy = (r: Run) => (r.trigger.type === "event" ? <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a> : "manual");
+const startedBy = (r: Run) =>
+  r.trigger.type === "event" ? <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a> : "manual";
 
 const triggerText = (wf: Workflow) => (wf.trigger.type === "event" ? `on ${wf.trigger.event_type}` : "manual");
 
@@ -28,7 +45,11 @@ export function WorkflowsPage() {
     <section aria-labelledby="workflows-title">
       <header class="page-head">
         <h2 id="workflows-title">Workflows</h2>
-        {can("workflows:write") && !creating && <button type="button" onClick={() => setCreating(true)}>New workflow</button>}
+        {can("workflows:write") && !creating && (
+          <button type="button" onClick={() => setCreating(true)}>
+            New workflow
+          </button>
+        )}
       </header>
       {creating && (
         <CreateWorkflow
@@ -73,7 +94,13 @@ function CreateWorkflow({ onCreated, onCancel }: { onCreated(wf: Workflow): void
       }}
     >
       <h3 id="create-workflow-title">New workflow</h3>
-      <JsonField label="Definition (JSON: name, trigger, steps)" name="definition" rows={12} json={definition} invalid={create.error !== null} />
+      <JsonField
+        label="Definition (JSON: name, trigger, steps)"
+        name="definition"
+        rows={12}
+        json={definition}
+        invalid={create.error !== null}
+      />
       <ErrorNotice error={create.error} />
       <div class="actions">
         <button type="button" class="secondary" onClick={onCancel}>
@@ -92,7 +119,11 @@ export function WorkflowPage({ id }: { id: string }) {
   const wf = useApi<Workflow>(`/workflows/${encodeURIComponent(id)}`);
   const [status, setStatus] = useState<keyof typeof RUN_FILTERS>("all");
   const [page, setPage] = useState(1);
-  const runs = useApi<Run[]>(`/workflows/${encodeURIComponent(id)}/runs`, { page, per_page: 20, status: status === "all" ? undefined : status }, 3000);
+  const runs = useApi<Run[]>(
+    `/workflows/${encodeURIComponent(id)}/runs`,
+    { page, per_page: 20, status: status === "all" ? undefined : status },
+    3000,
+  );
   const input = useJsonText("{}");
   const start = useAction((parsed: unknown) => call<Run>(key, "POST", `/workflows/${encodeURIComponent(id)}/runs`, { input: parsed }));
 
@@ -205,7 +236,12 @@ type Decision = "approve" | "reject" | "cancel";
 const DECISIONS: Record<Decision, { title: string; body: string; action: string; danger?: true }> = {
   approve: { title: "Approve this run?", body: "The run goes on with its next step.", action: "Approve" },
   reject: { title: "Reject this run?", body: "The run ends as failed; no further step runs.", action: "Reject", danger: true },
-  cancel: { title: "Cancel this run?", body: "The run stops after the step in flight, if any, and ends as cancelled.", action: "Cancel run", danger: true },
+  cancel: {
+    title: "Cancel this run?",
+    body: "The run stops after the step in flight, if any, and ends as cancelled.",
+    action: "Cancel run",
+    danger: true,
+  },
 };
 
 export function RunPage({ workflowId, runId }: { workflowId: string; runId: string }) {
