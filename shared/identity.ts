@@ -1,4 +1,14 @@
+import { createHash } from "node:crypto";
 import type { Environment } from "./storage/types";
+
+/**
+ * The API key format, the one definition the keys service issues and the auth service checks:
+ * `svc_<environment>_` and 32 base62 characters; stored only as its SHA-256 digest.
+ */
+export const API_KEY_SECRET_LENGTH = 32;
+export const API_KEY_PATTERN = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
+export const apiKeyPrefix = (environment: Environment): string => `svc_${environment}_`;
+export const digestOf = (token: string): string => createHash("sha256").update(token).digest("hex");
 
 /** What a bearer token resolves to; gateways cache it and re-check status and expiry on every use. */
 export interface Identity {

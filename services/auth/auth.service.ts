@@ -1,9 +1,7 @@
 import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { createHash } from "node:crypto";
 import { ApiError } from "../../shared/errors";
-import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
+import { API_KEY_PATTERN, digestOf, IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 
-const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
 /** A gateway that cannot confirm within this time is unreachable; its short cache TTL bounds the risk. */
 const INVALIDATE_TIMEOUT_MS = 2000;
 /** How long a revocation waits for a resolver the registry does not list to announce itself. */
@@ -62,8 +60,8 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
       async handler(ctx: Context<{ token: string }>): Promise<Identity> {
         const { token } = ctx.params;
         if (ctx.nodeID) this.noteResolver(ctx.nodeID);
-        if (!KEY_SHAPE.test(token)) throw new ApiError("invalid_api_key", "The API key is malformed");
-        const digest = createHash("sha256").update(token).digest("hex");
+        if (!API_KEY_PATTERN.test(token)) throw new ApiError("invalid_api_key", "The API key is malformed");
+        const digest = digestOf(token);
         const key = await ctx.call<StoredKey | null, { digest: string }>("keys.findByDigest", { digest });
         if (!key) throw new ApiError("invalid_api_key", "The API key is not valid");
         const org = await ctx.call<{ api_version: string } | null, { org_id: string }>("orgs.lookup", { org_id: key.org_id });

@@ -1,5 +1,6 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { ApiError } from "../../shared/errors";
+import { API_KEY_SECRET_LENGTH, apiKeyPrefix, digestOf } from "../../shared/identity";
 import { ADMIN_SCOPE, grants, isScopeName, type ScopeName } from "../../shared/scopes";
 import type { Environment } from "../../shared/storage/types";
 
@@ -25,8 +26,6 @@ export interface KeyDoc {
 export type KeyView = Omit<KeyDoc, "digest" | "org_id" | "status"> & { object: "api_key"; status: KeyStatus };
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-export const SECRET_LENGTH = 32;
-export const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32}$/;
 
 /** 32 base62 characters (~190 bits) drawn without modulo bias. */
 function randomBase62(length: number): string {
@@ -39,11 +38,9 @@ function randomBase62(length: number): string {
   return out;
 }
 
-export const digestOf = (token: string): string => createHash("sha256").update(token).digest("hex");
-
 export function generateKey(environment: Environment): { key: string; digest: string; prefix: string; last4: string } {
-  const key = `svc_${environment}_${randomBase62(SECRET_LENGTH)}`;
-  return { key, digest: digestOf(key), prefix: key.slice(0, `svc_${environment}_`.length + 4), last4: key.slice(-4) };
+  const key = `${apiKeyPrefix(environment)}${randomBase62(API_KEY_SECRET_LENGTH)}`;
+  return { key, digest: digestOf(key), prefix: key.slice(0, apiKeyPrefix(environment).length + 4), last4: key.slice(-4) };
 }
 
 export function statusOf(doc: Pick<KeyDoc, "status" | "expires_at">, now = Date.now()): KeyStatus {

@@ -1,4 +1,5 @@
-import { checkGrantable, digestOf, generateKey, statusOf } from "../../services/keys/keys.logic";
+import { checkGrantable, generateKey, statusOf } from "../../services/keys/keys.logic";
+import { API_KEY_PATTERN, digestOf } from "../../shared/identity";
 import { loadSettings } from "../../shared/config";
 import { isId, newId } from "../../shared/ids";
 import { resolveVersion } from "../../shared/versions";
@@ -29,6 +30,8 @@ describe("keys logic", () => {
   it("generates svc_live_/svc_test_ keys stored only as a digest", () => {
     const k = generateKey("test");
     expect(k.key).toMatch(/^svc_test_[0-9A-Za-z]{32}$/);
+    // What the keys service issues is what the auth service accepts: one definition of the format.
+    expect(k.key).toMatch(API_KEY_PATTERN);
     expect(k.digest).toBe(digestOf(k.key));
     expect(k.digest).not.toContain(k.key.slice(9));
     expect(k.prefix).toBe(k.key.slice(0, 13));
