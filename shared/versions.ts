@@ -37,6 +37,3 @@ export function resolveVersion(header: string | undefined, pinned: string | unde
   }
   return resolved;
 }
-
-export const isKnownVersion = (value: unknown): value is ApiVersion =>
-  typeof value === "string" && (API_VERSIONS as readonly string[]).includes(value);

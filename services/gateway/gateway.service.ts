@@ -90,12 +90,7 @@ interface GatewayMethods {
   /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
   serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   /** `path` is the URL without its query, `search` the query (without "?"), or null. */
-  handle(
-    req: IncomingMessage,
-    x: Exchange,
-    path: string,
-    search: string | null,
-  ): Promise<{ status: number; body: unknown; replayed?: true }>;
+  handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
@@ -195,8 +190,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       };
       try {
         if (this.stopping) throw new ApiError("service_unavailable", "This gateway is stopping; retry on another", { retry_after: 1 });
-        const { status, body, replayed } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
-        this.send(res, x, status, body, replayed ? { "Idempotent-Replayed": "true" } : undefined);
+        // A replay comes back as a thrown Replay (see renderError), never as an answer here.
+        const { status, body } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
+        this.send(res, x, status, body);
       } catch (err) {
         this.renderError(res, x, req.method ?? "GET", err);
       }

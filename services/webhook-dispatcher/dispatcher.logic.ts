@@ -74,3 +74,6 @@ export function settlement(outcome: Outcome, attempt: Attempt | null, nowMs: num
     ...(attempt && { $push: { attempts: attempt } }),
   };
 }
+
+/** Whether a webhook subscribed to `events` gets an event of `type`. */
+export const subscribes = (events: readonly string[], type: string): boolean => events[0] === "*" || events.includes(type);

@@ -11,7 +11,7 @@ import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
-import { claimedDelivery, outcomeOf, settlement, type Claimed } from "./dispatcher.logic";
+import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
 
@@ -133,7 +133,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       for (const event of events) {
         const payload = payloadOf(event);
         for (const target of targets) {
-          if (target.events[0] !== "*" && !target.events.includes(event.type)) continue;
+          if (!subscribes(target.events, event.type)) continue;
           // Created already claimed by this node: the first attempt needs no separate claim.
           const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, {
             dueAt: now + this.leaseMs(),

@@ -74,5 +74,3 @@ export function checkSubscription(events: string[]): string[] {
   }
   return unique;
 }
-
-export const subscribes = (events: readonly string[], type: string): boolean => events[0] === "*" || events.includes(type);

@@ -1,6 +1,7 @@
 import { outcomeOf } from "../../services/webhook-dispatcher/dispatcher.logic";
 import { Lanes } from "../../services/webhook-dispatcher/lanes";
-import { checkSubscription, subscribes, targetOf, type WebhookDoc } from "../../services/webhooks/webhooks.logic";
+import { subscribes } from "../../services/webhook-dispatcher/dispatcher.logic";
+import { checkSubscription, targetOf, type WebhookDoc } from "../../services/webhooks/webhooks.logic";
 import { checkEmittable } from "../../services/events/events.logic";
 
 const attempt = (status_code: number | null) => ({ number: 1, at: "", status_code, duration_ms: 1, error: null });
