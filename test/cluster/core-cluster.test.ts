@@ -18,13 +18,10 @@ import {
  * gateways. Driven over HTTP only.
  */
 jest.setTimeout(90_000);
-// The revocation test got a 200 from the other gateway in 2 of 18, 2 of 6 and 1 of 29 full-suite
-// runs: its first DELETE came within the second in which the gateways served before Moleculer
-// announced them, so the auth node's registry listed no gateway (now covered: auth also tells
-// every node that resolved a token lately; test/integration/revocation.test.ts). Still retried so
-// a flake does not block a landing, but every failed attempt is printed; CLUSTER_LOGS=<prefix>
-// writes the nodes' debug logs to <prefix>.core.log.
-jest.retryTimes(2, { logErrorsBeforeRetry: true });
+// No retries: the revocation flake this suite once had (a DELETE within the second in which the
+// gateways served before Moleculer announced them) is fixed in auth, which also tells every node
+// that resolved a token lately (test/integration/revocation.test.ts). CLUSTER_LOGS=<prefix> writes
+// the nodes' debug logs to <prefix>.core.log.
 
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
