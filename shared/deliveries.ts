@@ -12,7 +12,6 @@ import type { Collection, Doc, Environment, Store } from "./storage/types";
  * out, and two dispatchers never hold the same attempt at once. A settled delivery has neither
  * field: the claim index holds only pending deliveries (see IndexSpec on why that matters).
  */
-export const DELIVERY_DUE = "delivery.due";
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { deliveriesCollection, DELIVERY_DUE, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
-import { isDuplicate } from "../../shared/errors";
+import { deliveriesCollection, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
@@ -12,6 +12,7 @@ import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
 import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
+import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
 
@@ -65,6 +66,7 @@ interface DispatcherVars {
   pruner: Pruner;
   /** Delivery outcomes counted per webhook, hour and day (see shared/outcomes.ts). */
   tally: Tally<WebhookOutcomeRow>;
+  outcomes: Collection<WebhookOutcomeRow>;
 }
 interface DispatcherMethods {
   leaseMs(): number;
@@ -96,17 +98,56 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         this.consumer.wake(ctx.params.event);
       },
     },
-    /** Wake-up for a delivery due now (a redelivery). */
-    [DELIVERY_DUE]: {
-      handler(ctx: Context<{ id: string }>) {
-        this.claim(ctx.params.id).catch((err: unknown) =>
-          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
-        );
-      },
-    },
   },
 
   actions: {
+    /**
+     * Internal, for the webhooks service (whose API checked the webhook and the delivery): a settled
+     * delivery starts a new series of attempts now, taken out of its settled count, and this node
+     * claims it at once. Answers the delivery as updated; 409 if it changed meanwhile.
+     */
+    redeliver: {
+      visibility: "public",
+      params: redeliverParams,
+      async handler(ctx: Context<RedeliverParams>): Promise<DeliveryDoc> {
+        const { org_id, environment, id, status, series_start } = ctx.params;
+        const now = Date.now();
+        const at = new Date(now).toISOString();
+        // From the settled status the caller read, so the right settled count is taken back below.
+        const updated = await this.deliveries.update(
+          { org_id, environment },
+          { id, status },
+          { $set: { status: "pending", series_start, due_at: now, next_attempt_at: at, updated_at: at }, $unset: { lease: true } },
+        );
+        if (!updated) {
+          throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", {
+            param: "delivery_id",
+          });
+        }
+        // The redelivery stands if this write fails; the count is then one off, and logged.
+        await Promise.all(webhookRowsOf(updated).map((row) => this.outcomes.increment(row, { [status]: -1 }))).catch((err: unknown) =>
+          this.logger.warn(`delivery ${id}: redelivered, but its settled count in analytics could not be taken back`, err),
+        );
+        // Claimed here and now; if that fails, a poll finds it due.
+        this.claim(id).catch((err: unknown) =>
+          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
+        );
+        return updated;
+      },
+    },
+
+    /** Internal, for the webhooks service: a deleted webhook's delivery log and delivery counts go with it. */
+    forget: {
+      visibility: "public",
+      params: forgetParams,
+      async handler(ctx: Context<ForgetParams>): Promise<number> {
+        const tenant = { org_id: ctx.params.org_id };
+        const removed = await this.deliveries.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
+        await this.outcomes.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
+        return removed;
+      },
+    },
+
     /** Internal (operators, tests): one retention pass now, as of `now`; answers how many deliveries went. */
     prune: {
       visibility: "public",
@@ -329,7 +370,8 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       ),
     );
     this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
-    this.tally = new Tally(webhookOutcomesCollection(this.store), (message, err) => this.logger.warn(message, err));
+    this.outcomes = webhookOutcomesCollection(this.store);
+    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err));
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();

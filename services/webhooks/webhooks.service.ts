@@ -1,11 +1,10 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
-import { deliveriesCollection, deliveryView, DELIVERY_DUE, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
+import { deliveriesCollection, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
-import { webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { settingsOf } from "../../shared/runtime";
@@ -42,13 +41,21 @@ import {
   type UpdateParams,
 } from "./webhooks.params";
 
+/** What `webhook-dispatcher.redeliver` takes (the dispatcher owns the delivery log). */
+interface RedeliverArgs {
+  org_id: string;
+  environment: "live" | "test";
+  id: string;
+  status: "succeeded" | "failed";
+  series_start: number;
+}
+
 interface WebhooksVars {
   store: Store;
   webhooks: Collection<WebhookDoc>;
   deliveries: Collection<DeliveryDoc>;
   events: Collection<EventDoc>;
   /** Delivery outcome counts: a redelivery takes its delivery back out of the settled count. */
-  outcomes: Collection<WebhookOutcomeRow>;
 }
 interface WebhooksMethods {
   ownWebhook(tenant: Tenant, id: string): Promise<WebhookDoc>;
@@ -136,10 +143,12 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
       params: idParams,
       async handler(ctx: Ctx<IdParams>): Promise<WebhookView> {
         const tenant = tenantOf(ctx);
-        const removed = await this.webhooks.delete(tenant, { id: ctx.params.id });
+        const webhook = await this.ownWebhook(tenant, ctx.params.id);
+        // The delivery log is the dispatcher's: it deletes the webhook's deliveries and their counts,
+        // first, so a dispatcher that cannot be reached (503) leaves the webhook as it was.
+        await ctx.call("webhook-dispatcher.forget", { org_id: webhook.org_id, webhook_id: webhook.id });
+        const removed = await this.webhooks.delete(tenant, { id: webhook.id });
         if (!removed) throw notFound("webhook", ctx.params.id);
-        await this.deliveries.deleteMany(tenant, { webhook_id: removed.id });
-        await this.outcomes.deleteMany(tenant, { webhook_id: removed.id });
         return webhookView(removed);
       },
     },
@@ -211,34 +220,14 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         }
         if (delivery.status === "pending")
           throw new ApiError("invalid_state", "The delivery is still pending: it has attempts left", { param: "delivery_id" });
-        const now = Date.now();
-        // From the settled status read, so the right settled count is taken back below.
-        const updated = await this.deliveries.update(
-          tenant,
-          { id: delivery.id, status: delivery.status },
-          {
-            $set: {
-              status: "pending",
-              series_start: delivery.attempts.length,
-              due_at: now,
-              next_attempt_at: new Date(now).toISOString(),
-              updated_at: new Date(now).toISOString(),
-            },
-            $unset: { lease: true },
-          },
-        );
-        if (!updated)
-          throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", {
-            param: "delivery_id",
-          });
-        // Pending again: out of its settled count in analytics (see shared/outcomes.ts). The
-        // redelivery stands if that write fails; the count is then one off, and logged.
-        await Promise.all(webhookRowsOf(delivery).map((row) => this.outcomes.increment(row, { [delivery.status]: -1 }))).catch(
-          (err: unknown) =>
-            this.logger.warn(`delivery ${delivery.id}: redelivered, but its settled count in analytics could not be taken back`, err),
-        );
-        // A lost wake-up only delays the attempt until a dispatcher's next poll.
-        this.broker.emit(DELIVERY_DUE, { id: updated.id }).catch(() => undefined);
+        // The delivery log is the dispatcher's: it starts the new series and sends it.
+        const updated = await ctx.call<DeliveryDoc, RedeliverArgs>("webhook-dispatcher.redeliver", {
+          org_id: delivery.org_id,
+          environment: delivery.environment,
+          id: delivery.id,
+          status: delivery.status,
+          series_start: delivery.attempts.length,
+        });
         return deliveryView(updated);
       },
     },
@@ -333,7 +322,6 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
     ]);
     this.deliveries = deliveriesCollection(this.store);
     this.events = eventsCollection(this.store);
-    this.outcomes = webhookOutcomesCollection(this.store);
   },
 };
 
