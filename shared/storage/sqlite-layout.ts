@@ -168,7 +168,27 @@ export class Layout {
   private insertFor = -1;
   private insertText = "";
 
-  /** The document a row (`SELECT *`) holds: `doc` and every field column with a value. */
+  /** A row: `rid`, `doc` and every field column (read as an object: see `Row`). */
+  rowColumns(): string {
+    return ["rid", "doc", ...this.fields.map((f) => `"c_${f}"`)].join(", ");
+  }
+
+  /** What a read fetches, as an array: `doc`, then every field column in `fields` order. */
+  valueColumns(): string {
+    return ["doc", ...this.fields.map((f) => `"c_${f}"`)].join(", ");
+  }
+
+  /** The document of a `valueColumns()` row. */
+  readValues<T>(row: (string | number | null)[]): T {
+    const doc = JSON.parse(row[0] as string) as Record<string, unknown>;
+    for (let i = 0; i < this.fields.length; i += 1) {
+      const v = row[i + 1];
+      if (v !== null && v !== undefined) doc[this.fields[i]] = v;
+    }
+    return doc as T;
+  }
+
+  /** The document a row holds: `doc` and every field column with a value. */
   read<T>(row: Row): T {
     const doc = JSON.parse(row.doc) as Record<string, unknown>;
     for (const key of Object.keys(row)) {

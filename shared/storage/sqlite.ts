@@ -144,14 +144,37 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return this.store.statement(sql);
   }
 
-  private select(scope: Scope, filter: Filter, options: FindOptions, what = "*"): { sql: string; params: SQLInputValue[] } {
+  /**
+   * A SELECT of `what` (by default the row: `rid`, `doc` and the field columns) for a filter. The
+   * limit is written into the statement (a bound LIMIT doubled the cost of a lookup by id here); an
+   * offset is bound, and only when there is one.
+   */
+  private select(
+    scope: Scope,
+    filter: Filter,
+    options: FindOptions,
+    what = this.layout.rowColumns(),
+  ): { sql: string; params: SQLInputValue[] } {
     const compiled = this.layout.compile(scope, filter);
     let sql = `SELECT ${what} FROM ${this.table}${whereOf(compiled)}${this.layout.orderBy(options.sort)}`;
-    if (options.limit !== undefined || options.skip) {
-      sql += " LIMIT ? OFFSET ?";
-      compiled.params.push(options.limit ?? -1, options.skip ?? 0);
+    if (options.limit !== undefined || options.skip) sql += ` LIMIT ${Math.trunc(options.limit ?? -1)}`;
+    if (options.skip) {
+      sql += " OFFSET ?";
+      compiled.params.push(options.skip);
     }
     return { sql, params: compiled.params };
+  }
+
+  /** Documents of a read: rows fetched as arrays (`doc`, then the field columns), which is cheaper. */
+  private documents(sql: string, params: SQLInputValue[], one: true): T | null;
+  private documents(sql: string, params: SQLInputValue[], one: false): T[];
+  private documents(sql: string, params: SQLInputValue[], one: boolean): T | null | T[] {
+    const stmt = this.store.statement(sql, true);
+    if (one) {
+      const row = stmt.get(...params) as unknown as (string | number | null)[] | undefined;
+      return row ? this.layout.readValues<T>(row) : null;
+    }
+    return (stmt.all(...params) as unknown as (string | number | null)[][]).map((row) => this.layout.readValues<T>(row));
   }
 
   private async read<R>(run: () => R): Promise<R> {
@@ -265,16 +288,15 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   findOne(scope: Scope, filter: Filter, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
     return this.read(() => {
-      const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 });
-      const row = this.stmt(sql).get(...params) as Row | undefined;
-      return row ? this.layout.read<T>(row) : null;
+      const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 }, this.layout.valueColumns());
+      return this.documents(sql, params, true);
     });
   }
 
   find(scope: Scope, filter: Filter, options: FindOptions = {}): Promise<T[]> {
     return this.read(() => {
-      const { sql, params } = this.select(scope, filter, options);
-      return (this.stmt(sql).all(...params) as Row[]).map((row) => this.layout.read<T>(row));
+      const { sql, params } = this.select(scope, filter, options, this.layout.valueColumns());
+      return this.documents(sql, params, false);
     });
   }
 
@@ -368,7 +390,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     // Read and write in one transaction of the writer, which holds the file's write lock: atomic
     // across processes.
     await this.write(() => {
-      const row = this.stmt(`SELECT * FROM ${this.table} WHERE id = ?`).get(doc.id) as
+      const row = this.stmt(`SELECT org_id, env, ${this.layout.rowColumns()} FROM ${this.table} WHERE id = ?`).get(doc.id) as
         (Row & { org_id: string | null; env: string | null }) | undefined;
       if (!row) return this.insertRow(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
       if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
@@ -449,12 +471,15 @@ export class SqliteStore implements Store {
     return this.version;
   }
 
-  statement(sql: string): StatementSync {
-    let stmt = this.statements.get(sql);
+  /** The prepared statement of `sql`, made once; `arrays`: its rows come as arrays (set when made). */
+  statement(sql: string, arrays = false): StatementSync {
+    const key = arrays ? `${sql}\n[]` : sql;
+    let stmt = this.statements.get(key);
     if (!stmt) {
       if (this.statements.size >= MAX_STATEMENTS) this.statements.clear();
       stmt = this.db.prepare(sql);
-      this.statements.set(sql, stmt);
+      if (arrays) stmt.setReturnArrays(true);
+      this.statements.set(key, stmt);
     }
     return stmt;
   }

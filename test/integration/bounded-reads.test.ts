@@ -108,9 +108,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "wfp-bounded-"));
   inner = new SqliteStore(dir);
   const prepare = inner.statement.bind(inner);
-  inner.statement = (sql: string) => {
+  inner.statement = (sql: string, arrays?: boolean) => {
     if (reads.active) statements.add(sql);
-    return prepare(sql);
+    return prepare(sql, arrays);
   };
   const settings = loadSettings({
     DATA_DIR: dir,
