@@ -151,7 +151,8 @@ async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; plan:
   const sqlite = (store.collection("events") as unknown as { store: SqliteStore }).store;
   const seen = new Set<string>();
   const statement = sqlite.statement.bind(sqlite);
-  sqlite.statement = (sql: string) => (seen.add(sql), statement(sql));
+  // Every argument passed on: the wrapper only watches.
+  sqlite.statement = (...args: Parameters<SqliteStore["statement"]>) => (seen.add(args[0]), statement(...args));
   try {
     await fn();
   } finally {

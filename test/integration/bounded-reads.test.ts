@@ -108,9 +108,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "wfp-bounded-"));
   inner = new SqliteStore(dir);
   const prepare = inner.statement.bind(inner);
-  inner.statement = (sql: string, arrays?: boolean) => {
-    if (reads.active) statements.add(sql);
-    return prepare(sql, arrays);
+  // Every argument passed on: the wrapper only watches.
+  inner.statement = (...args: Parameters<SqliteStore["statement"]>) => {
+    if (reads.active) statements.add(args[0]);
+    return prepare(...args);
   };
   const settings = loadSettings({
     DATA_DIR: dir,
