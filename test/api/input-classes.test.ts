@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { request } from "undici";
 import { formatPath, MAX_JSON_DEPTH, type PathSegment } from "../../shared/json-limits";
 import { api, expectError, usePlatform, type ApiResponse } from "../helpers/platform";
+import { SPECIAL_KEYS } from "../helpers/odd-json";
 
 /**
  * Whole classes of bad (and odd but good) input, through real HTTP: bodies nested just within and
@@ -20,23 +21,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Own members, `__proto__` included (an object literal or `o[k] = v` would set the prototype). */
 const objectOf = (entries: [string, unknown][]): Record<string, unknown> => Object.fromEntries(entries);
 
-const SPECIAL_KEYS = [
-  "a.b",
-  "$x",
-  "$$date",
-  "__proto__",
-  "constructor",
-  "prototype",
-  "toString",
-  "",
-  "\u0000",
-  "\u2028",
-  "\u2029",
-  "\u0085",
-  "a\u0000b",
-  "😀",
-  "\ufeff",
-];
 const SPECIAL_TEXT = [
   "\u0000",
   "\u2028",

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { api, startPlatform, type Platform } from "../helpers/platform";
-import { anyJson, anyKey } from "../helpers/store-contract";
+import { anyJson, anyKey } from "../helpers/odd-json";
 
 /**
  * Every JSON value the API accepts comes back exactly, through real HTTP, from the answer that
