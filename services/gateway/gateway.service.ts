@@ -94,6 +94,8 @@ interface GatewayMethods {
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
+  /** A new request's bookkeeping: its id, start time, method, client address. */
+  exchangeOf(req: IncomingMessage): Exchange;
   /** Node's own time-outs (headers, whole request) and the contract's 408 when they strike. */
   configureServer(server: Server, headersTimeoutMs: number, bodyTimeoutMs: number): void;
   send(res: ServerResponse, x: Exchange, status: number, body: unknown, extra?: OutgoingHttpHeaders): void;
@@ -180,14 +182,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const path = q < 0 ? url : url.slice(0, q);
       if (isDashboardPath(path)) return this.serveDashboard(req, res, path);
       this.received += 1;
-      const x: Exchange = {
-        requestId: newId("req"),
-        version: LATEST_VERSION,
-        start: performance.now(),
-        method: req.method ?? "GET",
-        address: this.clientAddress(req),
-        unreadBody: hasBody(req),
-      };
+      const x = this.exchangeOf(req);
       try {
         if (this.stopping) throw new ApiError("service_unavailable", "This gateway is stopping; retry on another", { retry_after: 1 });
         // A replay comes back as a thrown Replay (see renderError), never as an answer here.
@@ -199,14 +194,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     async serveDashboard(req, res, path) {
-      const x: Exchange = {
-        requestId: newId("req"),
-        version: LATEST_VERSION,
-        start: performance.now(),
-        method: req.method ?? "GET",
-        address: this.clientAddress(req),
-        unreadBody: hasBody(req),
-      };
+      const x = this.exchangeOf(req);
       try {
         if (req.method !== "GET" && req.method !== "HEAD") {
           throw new ApiError("method_not_allowed", `${req.method} is not allowed here; use GET, HEAD`, { allow: "GET, HEAD" });
@@ -336,6 +324,17 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       this.usage.set(identity.key_id, { org_id: identity.org_id, at: now });
       return caller;
+    },
+
+    exchangeOf(req) {
+      return {
+        requestId: newId("req"),
+        version: LATEST_VERSION,
+        start: performance.now(),
+        method: req.method ?? "GET",
+        address: this.clientAddress(req),
+        unreadBody: hasBody(req),
+      };
     },
 
     clientAddress(req) {
