@@ -1,22 +1,20 @@
-import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
-import { claimedDelivery, outcomeOf, settlement } from "../services/webhook-dispatcher/dispatcher.logic";
+import { freshDelivery, outcomeOf, settledDelivery } from "../services/webhook-dispatcher/dispatcher.logic";
 import { deliveriesCollection, type Attempt } from "../shared/deliveries";
 import { EventConsumer } from "../shared/event-consumer";
 import { eventDoc, eventsCollection } from "../shared/events";
 import { SqliteStore } from "../shared/storage/sqlite";
-import { ALL_TENANTS } from "../shared/storage/types";
 
 /**
  * The ceiling the embedded store puts on a single process's drain: the store work of delivering a
  * backlog of `events` events to one webhook, with no HTTP at all, in a process of its own. It is the
  * work the single process does for each event and delivery, through the same code: both services'
  * sweeps of the event log (the dispatcher's and the workflows service's, whose handler here finds
- * no workflow to start), the delivery created claimed, its first attempt (a 200) recorded, and both
- * markers unset. Everything is let in flight at once, so the store's group commit takes the largest
+ * no workflow to start), the batch's look-up of deliveries already stored, each delivery inserted
+ * once already settled by its first attempt (a 200), and both markers unset. Everything is let in flight at once, so the store's group commit takes the largest
  * batches it can: an upper bound.
  *
  *   node dist/bench/delivery-store.js <events>       → {"deliveries": n, "ms": t}
@@ -50,21 +48,15 @@ async function main(): Promise<void> {
       async (tenant, batch) => {
         const now = Date.now();
         const at = new Date(now).toISOString();
+        const stored = await deliveries.find(tenant, { event_id: { $in: batch.map((e) => e.id) } });
+        if (stored.length > 0) throw new Error(`${stored.length} deliveries stored before their fan-out`);
         await Promise.all(
           batch.map(async (event) => {
-            const delivery = claimedDelivery(tenant, event, "wh_bench", at, { dueAt: now + 12_000, lease: randomUUID() });
-            await deliveries.insert(delivery);
+            const delivery = freshDelivery(tenant, event, "wh_bench", at);
             const attempt: Attempt = { number: 1, at: new Date().toISOString(), status_code: 200, duration_ms: 1, error: null };
             const done = Date.now();
-            if (
-              await deliveries.update(
-                ALL_TENANTS,
-                { id: delivery.id, lease: delivery.lease },
-                settlement(outcomeOf(delivery, attempt, [], done), attempt, done),
-              )
-            ) {
-              delivered += 1;
-            }
+            await deliveries.insert(settledDelivery(delivery, outcomeOf(delivery, attempt, [], done), attempt, done));
+            delivered += 1;
           }),
         );
         return new Set<string>();

@@ -1,5 +1,6 @@
 import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/deliveries";
-import { newId } from "../../shared/ids";
+import { createHash } from "node:crypto";
+import { isId } from "../../shared/ids";
 import type { Update } from "../../shared/storage/types";
 
 /** What an attempt's outcome does to its delivery: settle it, or schedule the next attempt. */
@@ -32,19 +33,37 @@ export function outcomeOf(
 /** A delivery this node holds a claim on. */
 export type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
 
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
 /**
- * A new delivery of `event` to `webhookId` at time `at` (ISO, one for a whole fan-out), created
- * already claimed (`lease`, until `dueAt`) by the node that sends it first.
+ * The id of the delivery of event `eventId` to `webhookId`, the same whoever computes it and
+ * however often: a fan-out repeated after a crash inserts the same id (refused as a duplicate), and
+ * a receiver sees the same `webhook-id` on a delivery sent again. It sorts by the event's time (the
+ * ULID time part of its id), which retention cuts deliveries along; the rest comes from a hash of
+ * both ids.
  */
-export function claimedDelivery(
+export function deliveryId(eventId: string, webhookId: string): string {
+  const time = isId("evt", eventId) ? eventId.slice(4, 14) : "0000000000";
+  const hash = createHash("sha256").update(eventId).update("\n").update(webhookId).digest();
+  let rest = "";
+  // 16 characters of 5 bits from the first 10 bytes.
+  for (let bit = 0; bit < 80; bit += 5) {
+    const byte = bit >> 3;
+    const word = (hash[byte] << 8) | hash[byte + 1];
+    rest += CROCKFORD[(word >> (11 - (bit & 7))) & 31];
+  }
+  return `del_${time}${rest}`;
+}
+
+/** A delivery not stored yet: its first attempt is made before its row is written (see the dispatcher). */
+export function freshDelivery(
   tenant: Pick<DeliveryDoc, "org_id" | "environment">,
   event: { id: string; type: string },
   webhookId: string,
   at: string,
-  claim: { dueAt: number; lease: string },
-): Claimed {
+): DeliveryDoc {
   return {
-    id: newId("del"),
+    id: deliveryId(event.id, webhookId),
     org_id: tenant.org_id,
     environment: tenant.environment,
     webhook_id: webhookId,
@@ -56,9 +75,44 @@ export function claimedDelivery(
     next_attempt_at: at,
     created_at: at,
     updated_at: at,
-    due_at: claim.dueAt,
-    lease: claim.lease,
   };
+}
+
+/**
+ * A new delivery of `event` to `webhookId` at time `at` (ISO, one for a whole fan-out), created
+ * already claimed (`lease`, until `dueAt`) by the node that sends it first.
+ */
+export function claimedDelivery(
+  tenant: Pick<DeliveryDoc, "org_id" | "environment">,
+  event: { id: string; type: string },
+  webhookId: string,
+  at: string,
+  claim: { dueAt: number; lease: string },
+): Claimed {
+  return { ...freshDelivery(tenant, event, webhookId, at), due_at: claim.dueAt, lease: claim.lease };
+}
+
+/**
+ * `delivery` (not stored yet) as settled by its first attempt: the document to insert, in the same
+ * state `settlement` would leave a stored one in.
+ */
+export function settledDelivery(delivery: DeliveryDoc, outcome: Outcome, attempt: Attempt | null, nowMs: number): DeliveryDoc {
+  const { due_at: _d, lease: _l, ...rest } = delivery;
+  return {
+    ...rest,
+    status: outcome.status,
+    attempts: attempt ? [...delivery.attempts, attempt] : delivery.attempts,
+    next_attempt_at: outcome.dueAt === null ? null : new Date(outcome.dueAt).toISOString(),
+    updated_at: new Date(nowMs).toISOString(),
+    ...(outcome.dueAt !== null && { due_at: outcome.dueAt }),
+  };
+}
+
+/** Which of `peers` (node ids, sorted) sweeps the event `eventId`: ULIDs' last characters spread evenly. */
+export function ownerOf(eventId: string, peers: readonly string[]): string {
+  let h = 0;
+  for (let i = Math.max(0, eventId.length - 6); i < eventId.length; i++) h = (h * 31 + eventId.charCodeAt(i)) | 0;
+  return peers[(h >>> 0) % peers.length];
 }
 
 /** The store update that records an attempt (if one was made) and its outcome, and gives up the claim. */

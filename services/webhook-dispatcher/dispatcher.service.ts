@@ -11,7 +11,7 @@ import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
-import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
+import { freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
@@ -26,11 +26,27 @@ interface Target {
   consecutive_failures: number;
 }
 
-/** One attempt to make: the claimed delivery, and what is already known of its event and webhook. */
+/**
+ * One attempt to make: the delivery (claimed by this node, or not stored yet), and what is already
+ * known of its event and webhook.
+ */
 interface Job {
-  delivery: Claimed;
+  delivery: DeliveryDoc;
   payload?: EventPayload;
   target?: Target | null;
+  /** While the delivery has no row yet: the fan-out that waits for it (its event stays marked until then). */
+  fresh?: FanOut;
+  /** The delivery's first write once asked for (the settled row, or a claimed one); false if refused or failed. */
+  stored?: Promise<boolean>;
+}
+
+/** One fan-out's deliveries not stored yet; its events' markers are unset once all are. */
+interface FanOut {
+  left: number;
+  incomplete: Set<string>;
+  jobs: Job[];
+  done: () => void;
+  timer?: NodeJS.Timeout;
 }
 
 /** Concurrent attempts per webhook, and in all, on one dispatcher node. */
@@ -44,6 +60,14 @@ const POLL_MS = 500;
 const POLL_BACKOFF_MAX_MS = 5_000;
 /** Retries due within this long are also woken by a local timer, not only by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
+/**
+ * A first attempt not done this long after its event was stored (woken) or swept gets a claimed
+ * row meanwhile (the two-write path), well before the event log's sweeps (2 s) could take the event
+ * on another node; and a slow receiver never holds a sweep's batch longer than this.
+ */
+const FAST_MS = 1000;
+/** The dispatcher nodes seen must have stayed the same this long before swept events are split among them. */
+const VIEW_SETTLE_MS = 300;
 
 interface DispatcherVars {
   store: Store;
@@ -67,11 +91,25 @@ interface DispatcherVars {
   /** Delivery outcomes counted per webhook, hour and day (see shared/outcomes.ts). */
   tally: Tally<WebhookOutcomeRow>;
   outcomes: Collection<WebhookOutcomeRow>;
+  /** Fan-outs with deliveries not stored yet. */
+  fanOuts: Set<FanOut>;
+  /** The dispatcher nodes seen (sorted ids, this one included), since when, and as one string. */
+  peers: string[];
+  peersKey: string;
+  peersSince: number;
+  /** First attempts found made twice (another node stored the delivery first); see `stored`. */
+  duplicates: number;
 }
 interface DispatcherMethods {
   leaseMs(): number;
   /** Creates one tenant's events' deliveries and queues their first attempts; answers the events not done. */
   fanOut(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
+  /** Stores a fresh job's delivery claimed by this node (its first attempt is late); idempotent. */
+  storeClaimed(job: Job): void;
+  /** A fresh job's delivery is stored, refused as already there, or could not be written (or sent). */
+  written(job: Job, result: "ok" | "duplicate" | "failed"): void;
+  /** Rereads the dispatcher nodes; on a change, every delivery not stored yet gets its claimed row. */
+  refreshPeers(): void;
   attempt(job: Job): Promise<void>;
   settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
   claim(id?: string): Promise<boolean>;
@@ -92,6 +130,10 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
   mixins: [StoreMixin],
 
   events: {
+    /** Dispatcher nodes come and go: swept events are split among those seen (see fanOut). */
+    "$services.changed"() {
+      this.refreshPeers();
+    },
     /** Wake-up from whoever stored an event; one dispatcher node gets each. */
     [EVENT_STORED]: {
       handler(ctx: Context<{ event: EventDoc }>) {
@@ -164,54 +206,132 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       return this.timeoutMs + LEASE_MARGIN_MS;
     },
 
-    async fanOut({ org_id, environment }, events) {
+    /**
+     * One write per delivery: the first attempt is made before the delivery's row exists, and the
+     * row is inserted once, already settled (or scheduled for its retry), under an id derived from
+     * the event and the webhook. The event keeps its marker until every row is written, so a node
+     * killed between attempt and write leaves the event to a sweep, which sends it again under the
+     * same id (at least once); a repeated fan-out's insert is refused as a duplicate.
+     *
+     * Which events a node sends first-then-stores: those just stored (their wake-up came here, and
+     * sweeps leave events alone for 2 s), and swept ones that fall to it among the dispatcher nodes
+     * it sees (see `ownerOf`), once that view has settled; others stay marked for their node. A
+     * first attempt still unfinished after FAST_MS, or when the view changes, gets a claimed row
+     * meanwhile, so no other node's sweep finds its event without a delivery.
+     */
+    async fanOut(tenant, events) {
       const incomplete = new Set<string>();
-      const created: Job[] = [];
-      const targets = await this.broker.call<Target[], object>("webhooks.subscribers", { org_id, environment });
       const now = Date.now();
-      const at = new Date(now).toISOString();
-      const inserts: Promise<void>[] = [];
+      const me = this.broker.nodeID;
+      const settled = !this.broker.transit || now - this.peersSince >= VIEW_SETTLE_MS;
+      const taken: EventDoc[] = [];
+      const swept: string[] = [];
+      let start = now;
       for (const event of events) {
+        const since = event.undispatched_since ?? 0;
+        if (now - since < FAST_MS) {
+          taken.push(event);
+          if (since < start) start = since;
+        } else if (settled && ownerOf(event.id, this.peers) === me) {
+          taken.push(event);
+          swept.push(event.id);
+        } else {
+          incomplete.add(event.id);
+        }
+      }
+      if (taken.length === 0) return incomplete;
+      const targets = await this.broker.call<Target[], object>("webhooks.subscribers", tenant);
+      // A swept event may have deliveries stored already (a claimed row of a slow first attempt, or
+      // a node that died before unsetting the marker): those are not sent again from here.
+      const stored = new Set<string>();
+      if (swept.length > 0 && targets.length > 0) {
+        for (const d of await this.deliveries.find(tenant, { event_id: { $in: swept } })) stored.add(`${d.event_id}\n${d.webhook_id}`);
+      }
+      const at = new Date(now).toISOString();
+      const fanOut: FanOut = { left: 0, incomplete, jobs: [], done: () => undefined };
+      for (const event of taken) {
         const payload = payloadOf(event);
         for (const target of targets) {
           if (!subscribes(target.events, event.type)) continue;
-          // Created already claimed by this node: the first attempt needs no separate claim.
-          const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, {
-            dueAt: now + this.leaseMs(),
-            lease: randomUUID(),
-          });
-          inserts.push(
-            this.deliveries.insert(delivery).then(
-              () => {
-                created.push({ delivery, payload, target });
-                this.tally.add(webhookRowsOf(delivery), { created: 1 });
-              },
-              (err: unknown) => {
-                // A unique-index refusal means another node fanned this event out already (a
-                // sweep racing a wake-up) and sends it; anything else leaves the event to the sweep.
-                if (!isDuplicate(err)) incomplete.add(event.id);
-              },
-            ),
-          );
+          if (stored.size > 0 && stored.has(`${event.id}\n${target.id}`)) continue;
+          fanOut.jobs.push({ delivery: freshDelivery(tenant, event, target.id, at), payload, target, fresh: fanOut });
         }
       }
-      await Promise.all(inserts);
-      for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
+      fanOut.left = fanOut.jobs.length;
+      if (fanOut.left === 0) return incomplete;
+      const written = new Promise<void>((resolve) => (fanOut.done = resolve));
+      fanOut.timer = setTimeout(
+        () => {
+          for (const job of fanOut.jobs) this.storeClaimed(job);
+        },
+        Math.max(0, start + FAST_MS - now),
+      );
+      this.fanOuts.add(fanOut);
+      for (const job of fanOut.jobs) this.lanes.push(job.delivery.webhook_id, job);
+      await written;
       return incomplete;
     },
 
+    storeClaimed(job) {
+      if (!job.fresh || job.stored) return;
+      const delivery = { ...job.delivery, due_at: Date.now() + this.leaseMs(), lease: randomUUID() };
+      job.delivery = delivery;
+      job.stored = this.deliveries.insert(delivery).then(
+        () => {
+          this.tally.add(webhookRowsOf(delivery), { created: 1 });
+          this.written(job, "ok");
+          return true;
+        },
+        (err: unknown) => {
+          // Refused: another node stored it first and sends it. Else the event stays marked for a sweep.
+          this.written(job, isDuplicate(err) ? "duplicate" : "failed");
+          if (!isDuplicate(err)) this.failures.failed("storing deliveries", err, "their events stay marked and are swept again");
+          return false;
+        },
+      );
+    },
+
+    written(job, result) {
+      const fanOut = job.fresh;
+      if (!fanOut) return;
+      job.fresh = undefined;
+      if (result === "failed") fanOut.incomplete.add(job.delivery.event_id);
+      fanOut.left -= 1;
+      if (fanOut.left > 0) return;
+      clearTimeout(fanOut.timer);
+      this.fanOuts.delete(fanOut);
+      fanOut.jobs = [];
+      fanOut.done();
+    },
+
+    refreshPeers() {
+      const me = this.broker.nodeID;
+      const nodes = new Set([me]);
+      for (const s of this.broker.registry.getServiceList({ onlyAvailable: true }))
+        if (s.name === "webhook-dispatcher" && s.nodeID) nodes.add(s.nodeID);
+      const peers = [...nodes].sort();
+      const key = peers.join("\n");
+      if (key === this.peersKey) return;
+      this.peers = peers;
+      this.peersKey = key;
+      this.peersSince = Date.now();
+      for (const fanOut of this.fanOuts) for (const job of fanOut.jobs) this.storeClaimed(job);
+    },
+
     async attempt(job) {
+      if (this.stopping) return this.written(job, "failed");
+      // A claimed row written for it: sent from here only if that insert was not refused.
+      if (job.stored && !(await job.stored)) return;
       const { delivery } = job;
-      if (this.stopping) return;
       // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
-      if (delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
+      if (delivery.due_at !== undefined && delivery.lease && delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
         const renewed = await this.deliveries.update(
           ALL_TENANTS,
           { id: delivery.id, lease: delivery.lease },
           { $set: { due_at: Date.now() + this.leaseMs() } },
         );
         if (!renewed) return;
-        job.delivery = renewed as Claimed;
+        job.delivery = renewed;
       }
       const target =
         job.target !== undefined
@@ -245,23 +365,52 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     },
 
     async settle(job, attempt, forced) {
-      const { delivery, target } = job;
+      const { target } = job;
       const now = Date.now();
+      let delivery = job.delivery;
       const outcome = forced ? { status: forced, dueAt: null } : outcomeOf(delivery, attempt as Attempt, this.delays, now);
-      const updated = await this.deliveries.update(
-        ALL_TENANTS,
-        { id: delivery.id, lease: delivery.lease },
-        settlement(outcome, attempt, now),
-      );
-      if (!updated) {
-        this.logger.warn(`delivery ${delivery.id}: the claim ran out before the attempt was recorded; another node retries it`);
-        return;
-      }
       // Counted once stored, in the delivery's creation hour; a forced settle sent nothing.
-      this.tally.add(webhookRowsOf(delivery), {
-        ...(attempt && !forced && { [outcome.status === "succeeded" ? "attempts_succeeded" : "attempts_failed"]: 1 }),
-        ...(outcome.dueAt === null && { [outcome.status]: 1 }),
-      });
+      const counts: Record<string, number> = {};
+      if (attempt && !forced) counts[outcome.status === "succeeded" ? "attempts_succeeded" : "attempts_failed"] = 1;
+      if (outcome.dueAt === null) counts[outcome.status] = 1;
+      if (job.fresh && !job.stored) {
+        // Not stored yet: its one write, already settled.
+        const doc = settledDelivery(delivery, outcome, attempt, now);
+        let refused: unknown;
+        job.stored = this.deliveries.insert(doc).then(
+          () => true,
+          (err: unknown) => ((refused = err), false),
+        );
+        if (!(await job.stored)) {
+          this.written(job, isDuplicate(refused) ? "duplicate" : "failed");
+          if (!isDuplicate(refused)) throw refused;
+          this.duplicates += 1;
+          this.logger.warn(
+            `delivery ${delivery.id}: sent by this node and also stored by another (${this.duplicates} such repeats since start)`,
+          );
+          return;
+        }
+        this.written(job, "ok");
+        counts.created = 1;
+        delivery = doc;
+      } else {
+        if (job.stored && !(await job.stored)) {
+          // Its claimed row was refused while the attempt ran: another node stored and sends it.
+          this.duplicates += 1;
+          this.logger.warn(`delivery ${delivery.id}: sent by this node and also by another (${this.duplicates} such repeats since start)`);
+          return;
+        }
+        const updated = await this.deliveries.update(
+          ALL_TENANTS,
+          { id: delivery.id, lease: delivery.lease },
+          settlement(outcome, attempt, now),
+        );
+        if (!updated) {
+          this.logger.warn(`delivery ${delivery.id}: the claim ran out before the attempt was recorded; another node retries it`);
+          return;
+        }
+      }
+      this.tally.add(webhookRowsOf(delivery), counts);
       if (outcome.dueAt !== null) {
         const wait = outcome.dueAt - now;
         if (wait <= LOCAL_TIMER_MAX_MS) {
@@ -276,8 +425,8 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         return;
       }
       // Only deliveries that ran their course move the webhook's failure streak.
-      const counts = !forced && target && (outcome.status === "failed" || target.consecutive_failures > 0);
-      if (counts) {
+      const streak = !forced && target && (outcome.status === "failed" || target.consecutive_failures > 0);
+      if (streak) {
         await this.broker
           .call("webhooks.recordOutcome", { org_id: delivery.org_id, id: delivery.webhook_id, ok: outcome.status === "succeeded" })
           .then(
@@ -299,12 +448,13 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         { sort: { due_at: 1 } },
       );
       if (!claimed) return false;
-      this.lanes.push(claimed.webhook_id, { delivery: claimed as Claimed });
+      this.lanes.push(claimed.webhook_id, { delivery: claimed });
       return true;
     },
 
     /** Due deliveries nobody is sending, and stored events nobody has fanned out. */
     async poll() {
+      this.refreshPeers();
       if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
       this.polling = true;
       try {
@@ -378,6 +528,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.failures = new FailureLog(this.logger);
     this.pollFailures = 0;
     this.pollAfter = 0;
+    this.fanOuts = new Set();
+    this.peers = [this.broker.nodeID];
+    this.peersKey = this.broker.nodeID;
+    this.peersSince = Date.now();
+    this.duplicates = 0;
     this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
   },
 
@@ -398,15 +553,18 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     for (const timer of this.timers) clearTimeout(timer);
     const queued = this.lanes.takeQueued();
     await Promise.all(
-      queued.map((job) =>
-        this.deliveries
+      queued.map(async (job) => {
+        // Not stored yet: its event stays marked and is swept again.
+        if (job.fresh && !job.stored) return this.written(job, "failed");
+        if (job.stored && !(await job.stored)) return;
+        await this.deliveries
           .update(
             ALL_TENANTS,
-            { id: job.delivery.id, lease: job.delivery.lease },
+            { id: job.delivery.id, lease: job.delivery.lease ?? null },
             { $set: { due_at: Date.now() }, $unset: { lease: true } },
           )
-          .catch(() => null),
-      ),
+          .catch(() => null);
+      }),
     );
     await this.lanes.idle();
     await this.tally.flush();

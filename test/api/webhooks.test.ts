@@ -292,9 +292,8 @@ describe("delivery", () => {
 
     rx.behave(wh.path, () => ({ hang: true }));
     const stuck = await emit(acme.live, "again.please");
-    const pending =
-      (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id) ??
-      (await sleep(100), (await deliveries(acme.live, wh.id)).data.find((d: any) => d.event_id === stuck.id));
+    // Logged once its first attempt ends (here: times out) or after at most a second.
+    const pending = await settled(acme.live, wh.id, stuck.id, "pending");
     const conflict = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/deliveries/${pending.id}/redeliver`, { key: acme.live });
     expectError(conflict, 409, "invalid_state");
     expectError(

@@ -164,4 +164,42 @@ describe("webhook delivery over NATS", () => {
       `fault test: ${total} events, ${got.length} receipts, ${byKilled} sent by the killed dispatcher, ${repeats.length} duplicates (each first sent by the killed one)`,
     );
   });
+
+  it("sends again, under the same delivery id, what a dispatcher killed between attempt and write had sent; the log holds it once", async () => {
+    // The first attempt is made before the delivery's row is written (one write per delivery):
+    // only the dispatcher killed here may run, so what it sent and never wrote is known.
+    await Promise.all(nodes.slice(1).map((n) => n.kill("SIGKILL")));
+    const d3 = dispatcher("d3");
+    const wh = await hook("/crash", ["crash.test"]);
+    // The first request is received and never answered: the attempt is made, its outcome never
+    // written. Every later one is answered 200.
+    rx.behave("/crash", (n) => (n === 1 ? { hang: true } : { status: 200 }));
+    const [event] = await burst("crash.test", 1);
+    await rx.waitFor(() => rx.byPath("/crash").length > 0, 30_000);
+    await d3.kill("SIGKILL");
+    const first = rx.byPath("/crash")[0];
+    expect(first.json).toMatchObject({ id: event });
+    // Killed within a second of sending (FAST_MS), so nothing of the delivery was stored.
+    expect(await logOf(wh.id)).toEqual([]);
+
+    dispatcher("d4");
+    await rx.waitFor(() => rx.byPath("/crash").length >= 2, 30_000);
+    const again = rx.byPath("/crash")[1];
+    expect(again.json).toMatchObject({ id: event });
+    expect(again.verified).toBe(true);
+    // The same delivery id, so a receiver that deduplicates on `webhook-id` sees one delivery.
+    expect(again.headers["webhook-id"]).toBe(first.headers["webhook-id"]);
+    await waitFor("the delivery to be logged as succeeded", async () => (await logOf(wh.id)).some((d) => d.status === "succeeded"), 30_000);
+    const log = await logOf(wh.id);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ id: first.headers["webhook-id"], event_id: event, status: "succeeded" });
+    expect(log[0].attempts).toHaveLength(1);
+    expect(rx.byPath("/crash")).toHaveLength(2);
+  });
 });
+
+async function logOf(webhookId: string) {
+  const res = await api(gw, "GET", `/webhooks/${webhookId}/deliveries?per_page=100`, { key: admin });
+  expect(res.status).toBe(200);
+  return res.body.data as { id: string; event_id: string; status: string; attempts: unknown[] }[];
+}
