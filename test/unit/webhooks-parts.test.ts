@@ -1,4 +1,5 @@
-import { outcomeOf } from "../../services/webhook-dispatcher/dispatcher.logic";
+import { deliveryId, outcomeOf, ownerOf } from "../../services/webhook-dispatcher/dispatcher.logic";
+import { isId, newId } from "../../shared/ids";
 import { Lanes } from "../../services/webhook-dispatcher/lanes";
 import { subscribes } from "../../services/webhook-dispatcher/dispatcher.logic";
 import { checkSubscription, targetOf, type WebhookDoc } from "../../services/webhooks/webhooks.logic";
@@ -22,6 +23,30 @@ describe("outcomeOf", () => {
       status: "pending",
       dueAt: 1000,
     });
+  });
+});
+
+describe("deliveryId", () => {
+  it("is the same for one event and webhook wherever computed, a delivery id sorting by the event's time, and differs otherwise", () => {
+    const [a, b] = [newId("evt"), newId("evt")];
+    const id = deliveryId(a, "wh_1");
+    expect(isId("del", id)).toBe(true);
+    expect(deliveryId(a, "wh_1")).toBe(id);
+    expect(id.slice(4, 14)).toBe(a.slice(4, 14));
+    const others = [deliveryId(a, "wh_2"), deliveryId(b, "wh_1")];
+    expect(new Set([id, ...others]).size).toBe(3);
+    expect(deliveryId(b, "wh_1") >= id.slice(0, 14)).toBe(true);
+  });
+});
+
+describe("ownerOf", () => {
+  it("gives every event to one of the nodes, about evenly", () => {
+    const peers = ["d1", "d2"];
+    const owners = Array.from({ length: 1000 }, () => ownerOf(newId("evt"), peers));
+    const d1 = owners.filter((o) => o === "d1").length;
+    expect(owners.every((o) => peers.includes(o))).toBe(true);
+    expect(d1).toBeGreaterThan(400);
+    expect(d1).toBeLessThan(600);
   });
 });
 
