@@ -4,11 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
 import { claimedDelivery, outcomeOf, settlement } from "../services/webhook-dispatcher/dispatcher.logic";
-import { deliveriesCollection, type Attempt } from "../shared/deliveries";
+import { DELIVERIES, type Attempt } from "../shared/deliveries";
 import { EventConsumer } from "../shared/event-consumer";
-import { eventDoc, eventsCollection } from "../shared/events";
+import { eventDoc, EVENTS, type Marker } from "../shared/events";
 import { SqliteStore } from "../shared/storage/sqlite";
-import { ALL_TENANTS } from "../shared/storage/types";
+import { ALL_TENANTS, openCollection } from "../shared/storage/types";
 
 /**
  * The ceiling the embedded store puts on a single process's drain: the store work of delivering a
@@ -29,8 +29,12 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "wfp-bench-store-"));
   const store = new SqliteStore(dir);
   try {
-    const events = eventsCollection(store);
-    const deliveries = deliveriesCollection(store);
+    const events = openCollection(store, EVENTS);
+    const deliveries = openCollection(store, DELIVERIES);
+    // What the events service's `unmark` does, without the broker call in front of it.
+    const unmark = async (marker: Marker, ids: string[]) => {
+      await events.updateMany(ALL_TENANTS, { id: { $in: ids } }, { $unset: { [marker]: true } });
+    };
     // Stored past the consumers' grace period, so the first sweeps take them; a millisecond apart,
     // as a steady stream is (thousands stored in one millisecond would share one key of the marker
     // indexes, and each unset would scan them).
@@ -70,8 +74,9 @@ async function main(): Promise<void> {
         return new Set<string>();
       },
       logger,
+      unmark,
     );
-    const workflows = new EventConsumer(events, "untriggered_since", async () => new Set<string>(), logger);
+    const workflows = new EventConsumer(events, "untriggered_since", async () => new Set<string>(), logger, unmark);
 
     const started = performance.now();
     await Promise.all([dispatcher.sweep(), workflows.sweep()]);
