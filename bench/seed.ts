@@ -1,9 +1,10 @@
 import { monotonicFactory } from "ulid";
 import { settlement } from "../services/webhook-dispatcher/dispatcher.logic";
-import { deliveriesCollection, type DeliveryDoc } from "../shared/deliveries";
-import { eventsCollection, type EventDoc } from "../shared/events";
+import { DELIVERIES, type DeliveryDoc } from "../shared/deliveries";
+import { EVENTS, type EventDoc } from "../shared/events";
 import { applyUpdate } from "../shared/storage/update";
 import { SqliteStore } from "../shared/storage/sqlite";
+import { openCollection } from "../shared/storage/types";
 
 /**
  * Grows a data directory's event log for the scale bench, straight through the embedded store (the
@@ -20,8 +21,8 @@ async function main(): Promise<void> {
   const count = Number(countArg);
   const spanMs = Number(daysArg) * 86_400_000;
   const store = new SqliteStore(dir);
-  const events = eventsCollection(store);
-  const deliveries = deliveriesCollection(store);
+  const events = openCollection(store, EVENTS);
+  const deliveries = openCollection(store, DELIVERIES);
   const ulid = monotonicFactory();
   const started = performance.now();
   const end = Date.now() - 60_000;

@@ -1,4 +1,4 @@
-import type { Collection, Doc, Environment, Store } from "./storage/types";
+import { collectionSpec, type Doc, type Environment } from "./storage/types";
 
 /**
  * The delivery log (contract section 8), shared by the webhooks service (reads it, asks for
@@ -48,15 +48,14 @@ export type DeliveryView = Omit<DeliveryDoc, "org_id" | "due_at" | "lease" | "se
 
 export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => view;
 
-export function deliveriesCollection(store: Store): Collection<DeliveryDoc> {
-  return store.collection<DeliveryDoc>("webhook_deliveries", [
-    // One delivery per (event, webhook); event first, so retention finds an event's pending
-    // deliveries through it (see services/events).
-    { fields: { event_id: 1, webhook_id: 1 }, unique: true },
-    // The delivery log's pages, all or by status.
-    { fields: { org_id: 1, environment: 1, webhook_id: 1, id: -1 } },
-    { fields: { org_id: 1, environment: 1, webhook_id: 1, status: 1, id: -1 } },
-    // The claim index: only pending deliveries have `due_at`, so it holds just those, in due order.
-    { fields: { due_at: 1 }, sparse: true },
-  ]);
-}
+/** The delivery log: owned by the webhook dispatcher, read by the webhooks service's API and by events' retention. */
+export const DELIVERIES = collectionSpec<DeliveryDoc>("webhook_deliveries", [
+  // One delivery per (event, webhook); event first, so retention finds an event's pending
+  // deliveries through it (see services/events).
+  { fields: { event_id: 1, webhook_id: 1 }, unique: true },
+  // The delivery log's pages, all or by status.
+  { fields: { org_id: 1, environment: 1, webhook_id: 1, id: -1 } },
+  { fields: { org_id: 1, environment: 1, webhook_id: 1, status: 1, id: -1 } },
+  // The claim index: only pending deliveries have `due_at`, so it holds just those, in due order.
+  { fields: { due_at: 1 }, sparse: true },
+]);

@@ -1,17 +1,15 @@
 import type { ServiceBroker } from "moleculer";
-import type { EventDoc } from "./events";
-import { ALL_TENANTS, type Collection, type Tenant } from "./storage/types";
+import type { EventDoc, Marker } from "./events";
+import { ALL_TENANTS, type ReadView, type Tenant } from "./storage/types";
 
 /**
  * How a service reacts to the event log, at least once (the dispatcher fans events out to
  * deliveries, the workflows service starts the runs they trigger). Every event is stored with the
- * service's marker field set (see `recordEvent`); the service handles it on the `event.stored`
- * wake-up, or else when a sweep finds it still marked after a grace period, and unsets the marker
- * once handled. What a handler must make safe itself is a sweep racing a wake-up for one event
+ * service's marker field set (see `eventDoc`); the service handles it on the `event.stored`
+ * wake-up, or else when a sweep finds it still marked after a grace period, and has the events
+ * service (the log's owner) unset the marker once handled, one call per batch. What a handler must make safe itself is a sweep racing a wake-up for one event
  * (a unique index on what it creates does it).
  */
-export type Marker = "undispatched_since" | "untriggered_since";
-
 /** Handles one tenant's events; answers the ids it could not finish (they stay marked, for the sweep). */
 export type TenantHandler = (tenant: Required<Tenant>, events: EventDoc[]) => Promise<Set<string>>;
 
@@ -26,10 +24,12 @@ export class EventConsumer {
   private stopped = false;
 
   constructor(
-    private readonly events: Collection<EventDoc>,
+    private readonly events: ReadView<EventDoc>,
     private readonly marker: Marker,
     private readonly handle: TenantHandler,
     private readonly logger: ServiceBroker["logger"],
+    /** Unsets the marker of handled events: `unmarkThrough(broker)`, the events service's write. */
+    private readonly unmark: (marker: Marker, ids: string[]) => Promise<void>,
   ) {}
 
   /** A wake-up; the wake-ups of one event-loop turn are handled together (one lookup per tenant). */
@@ -66,7 +66,7 @@ export class EventConsumer {
       }),
     );
     const done = events.filter((e) => !incomplete.has(e.id)).map((e) => e.id);
-    if (done.length > 0) await this.events.updateMany(ALL_TENANTS, { id: { $in: done } }, { $unset: { [this.marker]: true } });
+    if (done.length > 0) await this.unmark(this.marker, done);
     return done.length;
   }
 

@@ -1,9 +1,11 @@
 import type { ServiceBroker } from "moleculer";
 import { newId } from "./ids";
-import type { AtomicWrite, Collection, Doc, Environment, Store } from "./storage/types";
+import { collectionSpec, type Doc, type Environment } from "./storage/types";
 
 /**
- * The event log every service writes to (contract section 7). An event is stored first; only then
+ * The event log (contract section 7), written by the events service only: other services hand their
+ * events over (`publishEvents`, through an outbox when the event records a state change: see
+ * shared/outbox.ts). An event is stored first; only then
  * is the broker told (`event.stored`), and that broker event is a wake-up, nothing more: Moleculer
  * drops events no node listens to, so whoever reacts (the webhook dispatcher) also sweeps the log
  * for events it has not handled.
@@ -77,14 +79,17 @@ export const eventView = ({ id, type, created_at, data, environment, source }: E
 
 export const payloadOf = ({ id, type, created_at, data }: EventDoc): EventPayload => ({ id, type, created_at, data });
 
-export function eventsCollection(store: Store): Collection<EventDoc> {
-  return store.collection<EventDoc>("events", [
-    { fields: { org_id: 1, environment: 1, id: -1 } },
-    { fields: { org_id: 1, environment: 1, type: 1, id: -1 } },
-    { fields: { undispatched_since: 1 }, sparse: true },
-    { fields: { untriggered_since: 1 }, sparse: true },
-  ]);
-}
+/** The event log; owned by the events service, read by the services that react to events. */
+export const EVENTS = collectionSpec<EventDoc>("events", [
+  { fields: { org_id: 1, environment: 1, id: -1 } },
+  { fields: { org_id: 1, environment: 1, type: 1, id: -1 } },
+  { fields: { undispatched_since: 1 }, sparse: true },
+  { fields: { untriggered_since: 1 }, sparse: true },
+]);
+
+/** The "not yet handled" marker of each service that reacts to events (see shared/event-consumer.ts). */
+export const MARKERS = ["undispatched_since", "untriggered_since"] as const;
+export type Marker = (typeof MARKERS)[number];
 
 export interface NewEvent {
   org_id: string;
@@ -92,20 +97,30 @@ export interface NewEvent {
   type: string;
   data: Record<string, unknown>;
   source: string;
-  /** Given by a caller that must record the event exactly once (a retried insert then fails as a duplicate). */
-  id?: string;
   origin_workflow_id?: string;
   chain_depth?: number;
   chain_root?: string;
 }
 
+/** An event another service hands to the events service to store: its id and time fixed, so a second hand-over stores nothing. */
+export interface PublishedEvent extends NewEvent {
+  id: string;
+  created_at: string;
+}
+
+export const publishedEvent = (input: NewEvent, now: number): PublishedEvent => ({
+  id: newId("evt"),
+  ...input,
+  created_at: new Date(now).toISOString(),
+});
+
 /** An event as stored: marked for each service that reacts to events (see shared/event-consumer.ts). */
-export function eventDoc(input: NewEvent, now: number): EventDoc {
-  const { id = newId("evt"), origin_workflow_id, chain_depth, chain_root, ...fields } = input;
+export function eventDoc(input: NewEvent & { id?: string; created_at?: string }, now: number): EventDoc {
+  const { id = newId("evt"), created_at = new Date(now).toISOString(), origin_workflow_id, chain_depth, chain_root, ...fields } = input;
   return {
     id,
     ...fields,
-    created_at: new Date(now).toISOString(),
+    created_at,
     undispatched_since: now,
     untriggered_since: now,
     ...(origin_workflow_id && { origin_workflow_id }),
@@ -115,29 +130,19 @@ export function eventDoc(input: NewEvent, now: number): EventDoc {
 }
 
 /**
- * Stores `writes` and the event that records them in one atomic write (the outbox: both or
- * neither), then wakes whoever reacts to events. Answers null, storing nothing, when an update among
- * `writes` matched no document; else the documents written, as `Store.atomically` answers them.
+ * Asks the events service (the event log's owner) to store `events` and wake whoever reacts; an
+ * event whose id is stored already is skipped, so handing one over twice is harmless. Answers the
+ * ids it stored now.
  */
-export async function recordWith(
-  store: Store,
-  events: Collection<EventDoc>,
-  broker: ServiceBroker,
-  writes: AtomicWrite[],
-  input: NewEvent,
-): Promise<Doc[] | null> {
-  const event = eventDoc(input, Date.now());
-  const written = await store.atomically([...writes, { op: "insert", collection: events, doc: event }]);
-  if (!written) return null;
-  broker.emit(EVENT_STORED, { event }).catch(() => undefined);
-  return written.slice(0, writes.length);
-}
+export const publishEvents = (broker: ServiceBroker, events: PublishedEvent[]): Promise<string[]> =>
+  broker.call<string[], { events: PublishedEvent[] }>("events.publish", { events });
 
-/** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
-export async function recordEvent(events: Collection<EventDoc>, broker: ServiceBroker, input: NewEvent): Promise<EventDoc> {
-  const doc = eventDoc(input, Date.now());
-  await events.insert(doc);
-  // A lost wake-up only delays the reaction until the next sweep of the log.
-  broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);
-  return doc;
-}
+/** The most ids one `events.unmark` takes. */
+export const UNMARK_MAX = 1000;
+
+/** Asks the events service to unset a marker on events: one call per batch (of up to UNMARK_MAX), whatever the batch's size. */
+export const unmarkThrough =
+  (broker: ServiceBroker) =>
+  async (marker: Marker, ids: string[]): Promise<void> => {
+    for (let i = 0; i < ids.length; i += UNMARK_MAX) await broker.call("events.unmark", { marker, ids: ids.slice(i, i + UNMARK_MAX) });
+  };

@@ -1,4 +1,4 @@
-import { ALL_TENANTS, type Collection, type Doc, type Environment, type IndexSpec, type Store } from "./storage/types";
+import { ALL_TENANTS, collectionSpec, type Collection, type Doc, type Environment, type IndexSpec } from "./storage/types";
 
 /**
  * Run and delivery outcomes, counted as they happen (contract section 9): one counter row per
@@ -13,9 +13,9 @@ import { ALL_TENANTS, type Collection, type Doc, type Environment, type IndexSpe
  * status in the hour and day its `workflow.completed` event was stored (once per run: the outbox
  * stores that event once).
  *
- * Writers: the webhook dispatcher and the webhooks service (webhook rows), the workflows service
- * (run rows), each an atomic `increment` (several nodes count into one row exactly); analytics reads
- * them and prunes old ones. A counter is written just after the write it counts, not in the same
+ * Owners: the webhook dispatcher (webhook rows) and the workflows service (run rows), each an
+ * atomic `increment` (several nodes count into one row exactly), and each prunes its old rows (see
+ * Tally); analytics only reads them. A counter is written just after the write it counts, not in the same
  * transaction: a node killed between the two loses those counts (see Tally).
  */
 export const OUTCOME_PERIODS = { hour: 3_600_000, day: 86_400_000 } as const;
@@ -47,14 +47,14 @@ const OUTCOME_INDEXES: IndexSpec[] = [
   { fields: { period: 1, start: 1 } },
 ];
 
-export function webhookOutcomesCollection(store: Store): Collection<WebhookOutcomeRow> {
-  // Deleting a webhook deletes its rows with its delivery log.
-  return store.collection<WebhookOutcomeRow>("webhook_outcomes", [...OUTCOME_INDEXES, { fields: { org_id: 1, webhook_id: 1 } }]);
-}
+/** Owned by the webhook dispatcher; deleting a webhook deletes its rows with its delivery log. */
+export const WEBHOOK_OUTCOMES = collectionSpec<WebhookOutcomeRow>("webhook_outcomes", [
+  ...OUTCOME_INDEXES,
+  { fields: { org_id: 1, webhook_id: 1 } },
+]);
 
-export function runOutcomesCollection(store: Store): Collection<RunOutcomeRow> {
-  return store.collection<RunOutcomeRow>("workflow_outcomes", OUTCOME_INDEXES);
-}
+/** Owned by the workflows service. */
+export const RUN_OUTCOMES = collectionSpec<RunOutcomeRow>("workflow_outcomes", OUTCOME_INDEXES);
 
 const periodsAt = (at: number) =>
   (Object.entries(OUTCOME_PERIODS) as [OutcomePeriod, number][]).map(([period, size]) => ({ period, start: at - (at % size) }));
@@ -120,10 +120,24 @@ export class Tally<T extends OutcomeRow> {
   private scheduled: NodeJS.Immediate | undefined;
   private readonly writing = new Set<Promise<void>>();
 
+  /**
+   * With `hourKeepMs`, the tally also prunes its rows past their keep, an hour apart (the first an
+   * hour after it is made): the counters' owner prunes them, analytics only reads them. Its timer
+   * does not hold the process open.
+   */
   constructor(
     private readonly rows: Collection<T>,
     private readonly warn: (message: string, err: unknown) => void,
-  ) {}
+    hourKeepMs?: number,
+  ) {
+    if (hourKeepMs === undefined) return;
+    const pruning = setInterval(() => {
+      pruneOutcomes(rows, Date.now(), hourKeepMs).catch((err: unknown) =>
+        warn("pruning outcome counts failed; the next pass retries", err),
+      );
+    }, OUTCOME_PERIODS.hour);
+    pruning.unref();
+  }
 
   add(rows: readonly T[], inc: Partial<Record<string, number>>): void {
     for (const row of rows) {

@@ -1,5 +1,5 @@
 import { invalidParam } from "./errors";
-import type { Collection, Doc, Filter, Scope } from "./storage/types";
+import type { ReadView, Doc, Filter, Scope } from "./storage/types";
 
 /**
  * The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20), or by
@@ -78,7 +78,7 @@ export function checkDepth(p: Pick<PageParams, "page" | "per_page">): void {
 
 /** The total of a list: exact up to MAX_COUNTED, counted through the filter's index and no further. */
 export async function cappedTotal<T extends Doc>(
-  collection: Collection<T>,
+  collection: ReadView<T>,
   scope: Scope,
   filter: Filter,
 ): Promise<Pick<ListResult<T>, "total" | "total_capped">> {
@@ -93,7 +93,7 @@ export async function cappedTotal<T extends Doc>(
  * form (each list's collection declares it).
  */
 export async function newestFirst<T extends Doc, V>(
-  collection: Collection<T>,
+  collection: ReadView<T>,
   scope: Scope,
   filter: Filter,
   params: PageParams,

@@ -1,5 +1,5 @@
 import { ApiError } from "./errors";
-import type { Collection, Doc, Filter, Scope } from "./storage/types";
+import type { ReadView, Doc, Filter, Scope } from "./storage/types";
 
 /**
  * Per-organization quotas (README, Security: quotas and limits). Counts are bounded reads through
@@ -28,7 +28,7 @@ export const quotaExceeded = (quota: QuotaName, limit: number, what: string): Ap
 
 /** Throws `quota_exceeded` when `filter` already matches `limit` documents (read at most `limit`). */
 export async function checkCountQuota<T extends Doc>(
-  collection: Collection<T>,
+  collection: ReadView<T>,
   scope: Scope,
   filter: Filter,
   quota: QuotaName,

@@ -1,18 +1,10 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { isDuplicate } from "../../shared/errors";
-import {
-  hourRowsFrom,
-  pruneOutcomes,
-  runOutcomesCollection,
-  webhookOutcomesCollection,
-  type OutcomeRow,
-  type RunOutcomeRow,
-  type WebhookOutcomeRow,
-} from "../../shared/outcomes";
+import { hourRowsFrom, RUN_OUTCOMES, WEBHOOK_OUTCOMES, type OutcomeRow } from "../../shared/outcomes";
 import { settingsOf } from "../../shared/runtime";
-import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Store, Tenant } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec, type ReadView, type Tenant } from "../../shared/storage/types";
 import type { UsageBatch } from "../../shared/usage";
 import { deliveryOutcomes, groupBy, outcomeWindow, runOutcomes, usageBuckets, windowOf } from "./analytics.logic";
 import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
@@ -23,12 +15,23 @@ const MAINTAIN_EVERY_MS = 60_000;
 const KEEP_MINUTES_MS = 2 * 24 * 60 * 60 * 1000;
 const KEEP_DAYS_MS = 730 * 24 * 60 * 60 * 1000;
 
-interface AnalyticsVars {
-  store: Store;
-  usage: Collection<StoredRow>;
+// Rows are only inserted and pruned, never updated: `start` can be the embedded store's range index.
+const usageRows = (name: string) =>
+  collectionSpec<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
+
+/** Usage rows are this service's; the outcome counters belong to the dispatcher and the workflows service. */
+const STORE = declareStore({
+  owns: {
+    usage: usageRows("usage_minutes"),
+    usageHours: usageRows("usage_hours"),
+    usageDays: usageRows("usage_days"),
+    tierStates: collectionSpec<TierState>("usage_tiers"),
+  },
+  reads: { webhookOutcomes: WEBHOOK_OUTCOMES, runOutcomes: RUN_OUTCOMES },
+});
+
+interface AnalyticsVars extends StoreVars<typeof STORE> {
   tiers: Tiers;
-  webhookOutcomes: Collection<WebhookOutcomeRow>;
-  runOutcomes: Collection<RunOutcomeRow>;
   /** How long outcome hour rows are kept (as usage's hour rows). */
   hourKeepMs: number;
   maintainer: NodeJS.Timeout | undefined;
@@ -36,11 +39,11 @@ interface AnalyticsVars {
 interface AnalyticsMethods {
   /** The counter rows answering a window (see outcomeWindow), and the window they cover. */
   outcomeRows<R extends OutcomeRow>(
-    rows: Collection<R>,
+    rows: ReadView<R>,
     tenant: Tenant,
     params: WindowParams,
   ): Promise<{ from: string; to: string; rows: R[] }>;
-  maintainAll(now?: number): Promise<{ folded: number; pruned: number; outcomes_pruned: number }>;
+  maintainAll(now?: number): Promise<{ folded: number; pruned: number }>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -52,7 +55,7 @@ type Ctx<P> = Context<P, CallMeta>;
  */
 const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, AnalyticsVars> = {
   name: "analytics",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** Internal (gateways): stores a batch of usage rows; a batch sent again stores nothing twice. */
@@ -140,32 +143,21 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
       return { from: new Date(window.from).toISOString(), to: new Date(window.to).toISOString(), rows: parts.flat() };
     },
 
-    async maintainAll(now = Date.now()) {
-      const usage = await this.tiers.maintain(now);
-      const pruned = await Promise.all([
-        pruneOutcomes(this.webhookOutcomes, now, this.hourKeepMs),
-        pruneOutcomes(this.runOutcomes, now, this.hourKeepMs),
-      ]);
-      return { ...usage, outcomes_pruned: pruned[0] + pruned[1] };
+    maintainAll(now = Date.now()) {
+      return this.tiers.maintain(now);
     },
   },
 
   created() {
-    // Rows are only inserted and pruned, never updated: `start` can be the embedded store's range index.
-    const rows = (name: string) =>
-      this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
-    this.usage = rows("usage_minutes");
     this.hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
     this.tiers = new Tiers(
       [
         { name: "minute", size: tierSizes.minute, rows: this.usage, keepMs: KEEP_MINUTES_MS },
-        { name: "hour", size: tierSizes.hour, rows: rows("usage_hours"), keepMs: this.hourKeepMs },
-        { name: "day", size: tierSizes.day, rows: rows("usage_days"), keepMs: KEEP_DAYS_MS },
+        { name: "hour", size: tierSizes.hour, rows: this.usageHours, keepMs: this.hourKeepMs },
+        { name: "day", size: tierSizes.day, rows: this.usageDays, keepMs: KEEP_DAYS_MS },
       ],
-      this.store.collection<TierState>("usage_tiers"),
+      this.tierStates,
     );
-    this.webhookOutcomes = webhookOutcomesCollection(this.store);
-    this.runOutcomes = runOutcomesCollection(this.store);
   },
 
   started() {

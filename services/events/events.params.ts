@@ -1,4 +1,4 @@
-import { EVENT_TYPE_MAX } from "../../shared/events";
+import { EVENT_TYPE_MAX, MARKERS, UNMARK_MAX } from "../../shared/events";
 import { offsetParams, pageParams, type PageParams } from "../../shared/pagination";
 
 /** The largest `data` an event may carry, as JSON. Receivers get it in one POST; keep it modest. */
@@ -33,6 +33,31 @@ export const recordParams = {
   type: { type: "string", min: 1, max: EVENT_TYPE_MAX },
   data: { type: "object" },
   source: { type: "string", min: 1, max: 64 },
+} as const;
+
+/** What `publish` takes: events as their services made them, each with its id and time. */
+export const publishParams = {
+  events: {
+    type: "array",
+    min: 1,
+    max: 1000,
+    items: {
+      type: "object",
+      props: {
+        ...recordParams,
+        id: { type: "string", min: 1, max: 64 },
+        created_at: { type: "string", min: 1, max: 64 },
+        origin_workflow_id: { type: "string", optional: true },
+        chain_depth: { type: "number", integer: true, optional: true },
+        chain_root: { type: "string", optional: true },
+      },
+    },
+  },
+} as const;
+
+export const unmarkParams = {
+  marker: { type: "enum", values: [...MARKERS] },
+  ids: { type: "array", min: 1, max: UNMARK_MAX, items: { type: "string", min: 1 } },
 } as const;
 
 export { idParams, type IdParams } from "../../shared/pagination";

@@ -1,15 +1,18 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
-import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
+import { DELIVERIES } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
 import {
-  eventsCollection,
+  EVENT_STORED,
+  eventDoc,
+  EVENTS,
   eventView,
-  recordEvent,
   SYSTEM_EVENT_TYPES,
   type EventDoc,
   type EventView,
+  type Marker,
   type NewEvent,
+  type PublishedEvent,
 } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { cappedTotal, checkDepth, MAX_COUNTED, newestFirst, skipOf, type ListResult } from "../../shared/pagination";
@@ -25,15 +28,17 @@ import {
   type RunRef,
 } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
-import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Doc, type Filter, type Store } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { ALL_TENANTS, collectionSpec, type Doc, type Filter } from "../../shared/storage/types";
 import { checkEmittable } from "./events.logic";
 import {
   emitParams,
   idParams,
   listParams,
+  publishParams,
   recordParams,
   typesParams,
+  unmarkParams,
   type EmitParams,
   type IdParams,
   type ListParams,
@@ -46,18 +51,27 @@ interface TypeDoc extends Doc {
   first_seen_at: string;
 }
 
-interface EventsVars {
-  store: Store;
-  events: Collection<EventDoc>;
-  types: Collection<TypeDoc>;
+/**
+ * The event log is this service's alone: other services hand their events over (`publish`) and
+ * have their markers unset (`unmark`). It reads deliveries and runs only to keep the events a
+ * pending delivery or an unfinished run still refers to.
+ */
+const STORE = declareStore({
+  owns: {
+    events: EVENTS,
+    types: collectionSpec<TypeDoc>("event_types", [{ fields: { org_id: 1, environment: 1, type: 1 } }]),
+  },
+  reads: { deliveries: DELIVERIES, runs: collectionSpec<RunRef>(RUNS_COLLECTION, RUN_RETENTION_INDEXES) },
+});
+
+interface EventsVars extends StoreVars<typeof STORE> {
   /** Custom types already in the catalogue, so most emits skip that write. */
   knownTypes: Set<string>;
-  /** Read only, to keep the events a pending delivery or an unfinished run still refers to. */
-  deliveries: Collection<DeliveryDoc>;
-  runs: Collection<RunRef>;
   pruner: Pruner;
 }
 interface EventsMethods {
+  /** Stores an event, then wakes whoever reacts to events (one node of each listening service). */
+  append(input: NewEvent): Promise<EventDoc>;
   noteType(event: Pick<EventDoc, "org_id" | "environment" | "type" | "created_at">): Promise<void>;
   /** Deletes the events older than EVENT_RETENTION_DAYS (as of `now`) that nothing still needs. */
   pruneEvents(now: number, control: PruneControl): Promise<number>;
@@ -67,7 +81,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
 const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVars> = {
   name: "events",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** POST /events — events:write */
@@ -79,7 +93,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
         // The catalogue first: noting a type twice is harmless, so a failure of either write leaves
         // no event behind that the client was told is not stored (a retry would store it twice).
         await this.noteType({ org_id, environment, type: ctx.params.type, created_at: nowIso() });
-        const event = await recordEvent(this.events, this.broker, { org_id, environment, type: ctx.params.type, data, source: "api" });
+        const event = await this.append({ org_id, environment, type: ctx.params.type, data, source: "api" });
         return eventView(event);
       },
     },
@@ -140,7 +154,45 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       visibility: "public",
       params: recordParams,
       async handler(ctx: Context<NewEvent>): Promise<EventView> {
-        return eventView(await recordEvent(this.events, this.broker, ctx.params));
+        return eventView(await this.append(ctx.params));
+      },
+    },
+
+    /**
+     * Internal: stores events other services hand over (from their outboxes, or a run's), each under
+     * the id and time it was given; an id stored already is skipped, so a second hand-over of the
+     * same events stores nothing. Answers the ids stored now.
+     */
+    publish: {
+      visibility: "public",
+      params: publishParams,
+      async handler(ctx: Context<{ events: PublishedEvent[] }>): Promise<string[]> {
+        const now = Date.now();
+        const stored = await Promise.all(
+          ctx.params.events.map(async (input) => {
+            const doc = eventDoc(input, now);
+            try {
+              await this.events.insert(doc);
+              return doc;
+            } catch (err) {
+              if (isDuplicate(err)) return null;
+              throw err;
+            }
+          }),
+        );
+        const fresh = stored.filter((doc): doc is EventDoc => doc !== null);
+        // A lost wake-up only delays the reaction until the next sweep of the log.
+        for (const event of fresh) this.broker.emit(EVENT_STORED, { event }).catch(() => undefined);
+        return fresh.map((doc) => doc.id);
+      },
+    },
+
+    /** Internal: a service that reacts to events has handled these; one write for the batch. */
+    unmark: {
+      visibility: "public",
+      params: unmarkParams,
+      handler(ctx: Context<{ marker: Marker; ids: string[] }>): Promise<number> {
+        return this.events.updateMany(ALL_TENANTS, { id: { $in: ctx.params.ids } }, { $unset: { [ctx.params.marker]: true } });
       },
     },
 
@@ -156,6 +208,14 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
   },
 
   methods: {
+    async append(input) {
+      const doc = eventDoc(input, Date.now());
+      await this.events.insert(doc);
+      // A lost wake-up only delays the reaction until the next sweep of the log.
+      this.broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);
+      return doc;
+    },
+
     async noteType(event) {
       const id = `${event.org_id}:${event.environment}:${event.type}`;
       if (this.knownTypes.has(id)) return;
@@ -198,11 +258,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
   },
 
   created() {
-    this.events = eventsCollection(this.store);
-    this.types = this.store.collection<TypeDoc>("event_types", [{ fields: { org_id: 1, environment: 1, type: 1 } }]);
     this.knownTypes = new Set();
-    this.deliveries = deliveriesCollection(this.store);
-    this.runs = this.store.collection<RunRef>(RUNS_COLLECTION, RUN_RETENTION_INDEXES);
     this.pruner = new Pruner("events", (control) => this.pruneEvents(Date.now(), control), this.logger);
   },
 

@@ -12,8 +12,8 @@ import { SERVICE_NAMES } from "../../shared/config";
 import { apiReferenceOf, settingsOf } from "../../shared/runtime";
 import { checkPageNumbers } from "../../shared/pagination";
 import { grants } from "../../shared/scopes";
-import { StoreMixin } from "../../shared/store-mixin";
-import type { Store } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec } from "../../shared/storage/types";
 import { Meter } from "../../shared/usage";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { hasBody, readJsonBody } from "./body";
@@ -52,9 +52,12 @@ interface Exchange {
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
 }
 
-interface GatewayVars {
+const STORE = declareStore({
+  owns: { idempotencyKeys: collectionSpec<IdempotencyDoc>("idempotency_keys", [{ fields: { expires_at: 1 } }]) },
+});
+
+interface GatewayVars extends StoreVars<typeof STORE> {
   broker: ServiceBroker;
-  store: Store;
   identities: IdentityCache;
   /** Drops the cache on every reconnect to NATS; 503 while NATS is out of reach (see bus-guard.ts). */
   bus: BusGuard;
@@ -134,7 +137,7 @@ class Replay {
  */
 const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars> = {
   name: "gateway",
-  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin],
+  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin(STORE)],
 
   settings: {
     port: 3000,
@@ -573,10 +576,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     // moleculer-web (a mixin, created first) made the server; it listens once the service starts.
     const server = (this as unknown as { server?: Server }).server;
     if (server) this.configureServer(server, settings.httpHeadersTimeoutMs, settings.httpBodyTimeoutMs);
-    this.idempotency = new Idempotency(
-      this.store.collection<IdempotencyDoc>("idempotency_keys", [{ fields: { expires_at: 1 } }]),
-      2 * settings.requestTimeoutMs,
-    );
+    this.idempotency = new Idempotency(this.idempotencyKeys, 2 * settings.requestTimeoutMs);
   },
 
   started() {

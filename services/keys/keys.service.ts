@@ -1,11 +1,10 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { notFound } from "../../shared/errors";
-import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
-import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { ALL_TENANTS, collectionSpec } from "../../shared/storage/types";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
@@ -22,11 +21,20 @@ import {
   type TouchParams,
 } from "./keys.params";
 
-interface KeysVars {
-  store: Store;
-  keys: Collection<KeyDoc>;
-  events: Collection<EventDoc>;
-}
+/** Keys, and the outbox their events wait in until the events service has them. */
+const STORE = declareStore({
+  owns: {
+    keys: collectionSpec<KeyDoc>("api_keys", [
+      { fields: { digest: 1 }, unique: true },
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      // The active-keys quota counts through it, however many keys were revoked.
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+    ]),
+  },
+  outbox: true,
+});
+
+type KeysVars = StoreVars<typeof STORE>;
 interface KeysMethods {
   insertKey(
     input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
@@ -38,7 +46,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /** API keys: issued once in clear, stored as a SHA-256 digest, revoked instantly across the cluster. */
 const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = {
   name: "keys",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** POST /api-keys — api-keys:write */
@@ -97,10 +105,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         const revoked_at = nowIso();
         // The revocation and its event are stored together or not at all.
         const [revoked] =
-          (await recordWith(
-            this.store,
-            this.events,
-            this.broker,
+          (await this.outbox.recordWith(
             [
               {
                 op: "update",
@@ -177,7 +182,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         last_used_at: null,
       };
       // The key and its event are stored together or not at all.
-      await recordWith(this.store, this.events, this.broker, [{ op: "insert", collection: this.keys, doc }], {
+      await this.outbox.recordWith([{ op: "insert", collection: this.keys, doc }], {
         org_id: doc.org_id,
         environment: doc.environment,
         type: "api_key.created",
@@ -186,16 +191,6 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       });
       return { ...viewOf(doc), key: secret.key };
     },
-  },
-
-  created() {
-    this.keys = this.store.collection<KeyDoc>("api_keys", [
-      { fields: { digest: 1 }, unique: true },
-      { fields: { org_id: 1, environment: 1, id: -1 } },
-      // The active-keys quota counts through it, however many keys were revoked.
-      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
-    ]);
-    this.events = eventsCollection(this.store);
   },
 };
 

@@ -3,8 +3,8 @@ import { callerOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst } from "../../shared/pagination";
-import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Store } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
 import { checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
 import {
@@ -26,11 +26,14 @@ import {
   type UpdateParams,
 } from "./orgs.params";
 
-interface OrgsVars {
-  store: Store;
-  orgs: Collection<OrgDoc>;
-  members: Collection<MemberDoc>;
-}
+const STORE = declareStore({
+  owns: {
+    orgs: collectionSpec<OrgDoc>("orgs"),
+    members: collectionSpec<MemberDoc>("members", [{ fields: { org_id: 1, email: 1 }, unique: true }, { fields: { org_id: 1, id: -1 } }]),
+  },
+});
+
+type OrgsVars = StoreVars<typeof STORE>;
 interface OrgsMethods {
   ownOrg(ctx: Context<{ id: string }, CallMeta>): Promise<OrgDoc>;
 }
@@ -39,7 +42,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /** Organizations, their members and their two environments. Every published action needs org:admin. */
 const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = {
   name: "orgs",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** Internal (bootstrap CLI): a new organization with one live and one test `org:admin` key. */
@@ -213,14 +216,6 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
       if (!org) throw notFound("organization", ctx.params.id);
       return org;
     },
-  },
-
-  created() {
-    this.orgs = this.store.collection<OrgDoc>("orgs");
-    this.members = this.store.collection<MemberDoc>("members", [
-      { fields: { org_id: 1, email: 1 }, unique: true },
-      { fields: { org_id: 1, id: -1 } },
-    ]);
   },
 };
 

@@ -1,16 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { deliveriesCollection, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { DELIVERIES, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
-import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPayload } from "../../shared/events";
+import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type EventPayload } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
-import { Tally, webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
-import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
+import { Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
+import { DAY_MS, firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
-import { StoreMixin } from "../../shared/store-mixin";
-import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import { freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
@@ -69,10 +69,10 @@ const FAST_MS = 1000;
 /** The dispatcher nodes seen must have stayed the same this long before swept events are split among them. */
 const VIEW_SETTLE_MS = 300;
 
-interface DispatcherVars {
-  store: Store;
-  deliveries: Collection<DeliveryDoc>;
-  events: Collection<EventDoc>;
+/** The delivery log and its counts are the dispatcher's; the event log is read here, its markers unset by the events service. */
+const STORE = declareStore({ owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES }, reads: { events: EVENTS } });
+
+interface DispatcherVars extends StoreVars<typeof STORE> {
   sender: Sender;
   lanes: Lanes<Job>;
   timeoutMs: number;
@@ -90,7 +90,6 @@ interface DispatcherVars {
   pruner: Pruner;
   /** Delivery outcomes counted per webhook, hour and day (see shared/outcomes.ts). */
   tally: Tally<WebhookOutcomeRow>;
-  outcomes: Collection<WebhookOutcomeRow>;
   /** Fan-outs with deliveries not stored yet. */
   fanOuts: Set<FanOut>;
   /** The dispatcher nodes seen (sorted ids, this one included), since when, and as one string. */
@@ -127,7 +126,7 @@ interface DispatcherMethods {
  */
 const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   events: {
     /** Dispatcher nodes come and go: swept events are split among those seen (see fanOut). */
@@ -504,8 +503,6 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
 
   created() {
     const settings = settingsOf(this.broker);
-    this.deliveries = deliveriesCollection(this.store);
-    this.events = eventsCollection(this.store);
     this.timeoutMs = settings.webhookTimeoutMs;
     this.delays = settings.webhookRetryDelaysMs;
     this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK);
@@ -519,9 +516,14 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         },
       ),
     );
-    this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
-    this.outcomes = webhookOutcomesCollection(this.store);
-    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err));
+    this.consumer = new EventConsumer(
+      this.events,
+      "undispatched_since",
+      (tenant, events) => this.fanOut(tenant, events),
+      this.logger,
+      unmarkThrough(this.broker),
+    );
+    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.polling = false;
     this.stopping = false;
     this.timers = new Set();

@@ -1,15 +1,14 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
-import { deliveriesCollection, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
+import { DELIVERIES, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import { eventsCollection, recordWith, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { settingsOf } from "../../shared/runtime";
-import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec, type Filter, type Tenant } from "../../shared/storage/types";
 import {
   checkSubscription,
   DISABLE_AFTER_FAILURES,
@@ -50,13 +49,19 @@ interface RedeliverArgs {
   series_start: number;
 }
 
-interface WebhooksVars {
-  store: Store;
-  webhooks: Collection<WebhookDoc>;
-  deliveries: Collection<DeliveryDoc>;
-  events: Collection<EventDoc>;
-  /** Delivery outcome counts: a redelivery takes its delivery back out of the settled count. */
-}
+/** Webhooks and the outbox of their events; the delivery log is the dispatcher's, read here for the API. */
+const STORE = declareStore({
+  owns: {
+    webhooks: collectionSpec<WebhookDoc>("webhooks", [
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+    ]),
+  },
+  reads: { deliveries: DELIVERIES },
+  outbox: true,
+});
+
+type WebhooksVars = StoreVars<typeof STORE>;
 interface WebhooksMethods {
   ownWebhook(tenant: Tenant, id: string): Promise<WebhookDoc>;
   checkUrl(url: string, tenant: Required<Tenant>): Promise<string>;
@@ -66,7 +71,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /** Webhook registrations and their delivery log. Sending is the webhook-dispatcher's job. */
 const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, WebhooksVars> = {
   name: "webhooks",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** POST /webhooks — webhooks:write; the only answer that shows the secret, with rotate-secret's. */
@@ -274,10 +279,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         if (!counted || counted.consecutive_failures < DISABLE_AFTER_FAILURES) return;
         const reason = `${counted.consecutive_failures} deliveries in a row failed all their attempts`;
         // Disabled and its event stored together, or neither (another node disabled it first).
-        await recordWith(
-          this.store,
-          this.events,
-          this.broker,
+        await this.outbox.recordWith(
           [
             {
               op: "update",
@@ -313,15 +315,6 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
       });
       return checked.href;
     },
-  },
-
-  created() {
-    this.webhooks = this.store.collection<WebhookDoc>("webhooks", [
-      { fields: { org_id: 1, environment: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
-    ]);
-    this.deliveries = deliveriesCollection(this.store);
-    this.events = eventsCollection(this.store);
   },
 };
 

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
 import type { Agent } from "undici";
-import { isDuplicate } from "../../shared/errors";
-import { recordEvent, type EventDoc } from "../../shared/events";
+import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
 import { describeJsonFault, parseJsonWithinLimits } from "../../shared/json-limits";
@@ -33,7 +32,6 @@ const ANSWER_LIMIT = 64 * 1024;
 
 export interface EngineOptions {
   runs: Collection<RunDoc>;
-  events: Collection<EventDoc>;
   broker: ServiceBroker;
   logger: ServiceBroker["logger"];
   allowPrivate: boolean;
@@ -198,25 +196,22 @@ export class RunEngine {
   }
 
   private async publish(run: Claimed, events: OutboxEvent[]): Promise<void> {
-    for (const e of events) {
-      try {
-        const stored = await recordEvent(this.o.events, this.o.broker, {
-          id: e.id,
-          org_id: run.org_id,
-          environment: run.environment,
-          type: e.type,
-          data: e.data,
-          source: "workflows",
-          origin_workflow_id: run.workflow_id,
-          chain_depth: run.chain_depth,
-          chain_root: run.chain_root,
-        });
-        if (stored.type === "workflow.completed") this.o.ended?.(stored);
-      } catch (err) {
-        // Recorded before a crash: its id is taken, so it is stored once.
-        if (!isDuplicate(err)) throw err;
-      }
-    }
+    if (events.length === 0) return;
+    // The events service stores each id once: after a crash, what was handed over already is skipped.
+    const docs: PublishedEvent[] = events.map((e) => ({
+      id: e.id,
+      org_id: run.org_id,
+      environment: run.environment,
+      type: e.type,
+      data: e.data,
+      source: "workflows",
+      created_at: new Date().toISOString(),
+      origin_workflow_id: run.workflow_id,
+      chain_depth: run.chain_depth,
+      chain_root: run.chain_root,
+    }));
+    const stored = new Set(await publishEvents(this.o.broker, docs));
+    for (const doc of docs) if (doc.type === "workflow.completed" && stored.has(doc.id)) this.o.ended?.(doc);
   }
 
   /**

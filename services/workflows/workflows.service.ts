@@ -2,9 +2,9 @@ import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
-import { EVENT_STORED, eventsCollection, recordWith, type EventDoc } from "../../shared/events";
+import { EVENT_STORED, EVENTS, unmarkThrough, type EventDoc } from "../../shared/events";
 import { newId, nowIso } from "../../shared/ids";
-import { runOutcomesCollection, runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
+import { RUN_OUTCOMES, runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import {
@@ -18,8 +18,8 @@ import {
   type PruneControl,
 } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
-import { StoreMixin } from "../../shared/store-mixin";
-import type { Collection, Doc, Environment, Filter, Store, Tenant } from "../../shared/storage/types";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec, type Doc, type Environment, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { finish, MAX_CHAIN_DEPTH, newRun, runView, TERMINAL, type RunDoc, type RunView } from "./runs.logic";
 import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
@@ -63,13 +63,36 @@ const SWEEP_MS = 500;
 /** JSON size of a run's input. */
 const INPUT_MAX_BYTES = 64 * 1024;
 
-interface WorkflowsVars {
-  store: Store;
-  workflows: Collection<WorkflowDoc>;
-  runs: Collection<RunDoc>;
-  events: Collection<EventDoc>;
-  /** Run budgets: of event chains (QUOTAS.runs_per_event_chain) and of API starts per minute. */
-  budgets: Collection<BudgetDoc>;
+/**
+ * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of API starts per
+ * minute) and run counts are this service's, with the outbox of its own events; the event log is
+ * read (for triggers) and written by the events service.
+ */
+const STORE = declareStore({
+  owns: {
+    workflows: collectionSpec<WorkflowDoc>("workflows", [
+      // One per filter of the list, each ending in `id`: a page is read in order, never sorted.
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
+    ]),
+    runs: collectionSpec<RunDoc>(RUNS_COLLECTION, [
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
+      { fields: { trigger_key: 1 }, unique: true, sparse: true },
+      // Only runs the engine has work on carry `due_at`: the claim index stays small.
+      { fields: { due_at: 1 }, sparse: true },
+      ...RUN_RETENTION_INDEXES,
+    ]),
+    budgets: collectionSpec<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]),
+    outcomes: RUN_OUTCOMES,
+  },
+  reads: { events: EVENTS },
+  outbox: true,
+});
+
+interface WorkflowsVars extends StoreVars<typeof STORE> {
   engine: RunEngine;
   consumer: EventConsumer;
   sweeper: NodeJS.Timeout | undefined;
@@ -108,7 +131,7 @@ function decision(kind: "cancel" | "approve" | "reject") {
 /** Workflow definitions: a trigger and typed steps, versioned on every change. */
 const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, WorkflowsVars> = {
   name: "workflows",
-  mixins: [StoreMixin],
+  mixins: [StoreMixin(STORE)],
 
   actions: {
     /** POST /workflows — workflows:write */
@@ -410,10 +433,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         `event ${event.id} (${event.type}) does not start workflow ${workflowId}: its chain (root event ${root}) has started ${limit} runs, the most one event may set off`,
       );
       // The trace, once per chain: the first refusal marks the budget and stores workflow.chain_limited with it.
-      await recordWith(
-        this.store,
-        this.events,
-        this.broker,
+      await this.outbox.recordWith(
         [
           {
             op: "update",
@@ -454,27 +474,9 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
 
   created() {
     const settings = settingsOf(this.broker);
-    this.workflows = this.store.collection<WorkflowDoc>("workflows", [
-      // One per filter of the list, each ending in `id`: a page is read in order, never sorted.
-      { fields: { org_id: 1, environment: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
-    ]);
-    this.runs = this.store.collection<RunDoc>(RUNS_COLLECTION, [
-      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
-      { fields: { trigger_key: 1 }, unique: true, sparse: true },
-      // Only runs the engine has work on carry `due_at`: the claim index stays small.
-      { fields: { due_at: 1 }, sparse: true },
-      ...RUN_RETENTION_INDEXES,
-    ]);
-    this.events = eventsCollection(this.store);
-    this.budgets = this.store.collection<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]);
-    this.tally = new Tally(runOutcomesCollection(this.store), (message, err) => this.logger.warn(message, err));
+    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.engine = new RunEngine({
       runs: this.runs,
-      events: this.events,
       broker: this.broker,
       logger: this.logger,
       allowPrivate: settings.webhookAllowPrivateTargets,
@@ -483,7 +485,13 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
       ended: ({ org_id, environment, data, created_at }) =>
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 }),
     });
-    this.consumer = new EventConsumer(this.events, "untriggered_since", (tenant, events) => this.trigger(tenant, events), this.logger);
+    this.consumer = new EventConsumer(
+      this.events,
+      "untriggered_since",
+      (tenant, events) => this.trigger(tenant, events),
+      this.logger,
+      unmarkThrough(this.broker),
+    );
     this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
   },
 

@@ -85,10 +85,12 @@ export interface IndexSpec {
   sparse?: boolean;
 }
 
-export interface Collection<T extends Doc> {
+/**
+ * The reading half of a collection: what a service gets for a collection another service owns
+ * (shared/store-mixin.ts). Only the owner writes; the others ask it over the broker.
+ */
+export interface ReadView<T extends Doc> {
   readonly name: string;
-  /** Inserts one document; a unique index violation raises `DuplicateKeyError`. */
-  insert(doc: T): Promise<T>;
   get(scope: Scope, id: string): Promise<T | null>;
   findOne(scope: Scope, filter: Filter, options?: Pick<FindOptions, "sort">): Promise<T | null>;
   find(scope: Scope, filter: Filter, options?: FindOptions): Promise<T[]>;
@@ -99,6 +101,11 @@ export interface Collection<T extends Doc> {
   count(scope: Scope, filter: Filter, options?: Pick<FindOptions, "limit">): Promise<number>;
   /** One page and the total count of matches. */
   page(scope: Scope, filter: Filter, options: FindOptions): Promise<Page<T>>;
+}
+
+export interface Collection<T extends Doc> extends ReadView<T> {
+  /** Inserts one document; a unique index violation raises `DuplicateKeyError`. */
+  insert(doc: T): Promise<T>;
   /**
    * Atomic compare-and-set: applies `update` to one document that matches `filter` at the moment
    * of the write, and returns it as updated, or null when none matched. With `sort`, the first
@@ -122,6 +129,23 @@ export interface Collection<T extends Doc> {
 
 /** Collection names: lower-case words, safe both as file names under DATA_DIR and in MongoDB. */
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+/**
+ * A collection as a service declares it (shared/store-mixin.ts): its name and its indexes, and the
+ * type of its documents. Every service that opens the collection names the same spec.
+ */
+export interface CollectionSpec<T extends Doc> {
+  readonly name: string;
+  readonly indexes: IndexSpec[];
+  /** Never set: carries the documents' type. */
+  readonly doc?: T;
+}
+
+export const collectionSpec = <T extends Doc>(name: string, indexes: IndexSpec[] = []): CollectionSpec<T> => ({ name, indexes });
+
+/** The collection of a spec, straight from a store (tools and tests; services get theirs from StoreMixin). */
+export const openCollection = <T extends Doc>(store: Pick<Store, "collection">, spec: CollectionSpec<T>): Collection<T> =>
+  store.collection<T>(spec.name, spec.indexes);
 
 /** One write of `Store.atomically`. */
 export type AtomicWrite =

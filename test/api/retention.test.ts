@@ -1,11 +1,11 @@
 import { createServer, type Server } from "node:http";
 import { ulid } from "ulid";
 import { ALWAYS_KEPT_BYTES, PREVIEW_MAX_BYTES, RUN_OUTPUTS_MAX_BYTES, STEP_OUTPUT_MAX_BYTES } from "../../services/workflows/outputs";
-import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
-import { eventsCollection, type EventDoc } from "../../shared/events";
+import { DELIVERIES, type DeliveryDoc } from "../../shared/deliveries";
+import { EVENTS, type EventDoc } from "../../shared/events";
 import { openStore } from "../../shared/storage";
 import type { SqliteStore } from "../../shared/storage/sqlite";
-import { ALL_TENANTS, type Collection, type Doc, type Store } from "../../shared/storage/types";
+import { ALL_TENANTS, openCollection, type Collection, type Doc, type Store } from "../../shared/storage/types";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -50,8 +50,8 @@ beforeAll(async () => {
   target = { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, echoed };
   // The platform's own store (one per DATA_DIR in a process): aged documents go in as they would have.
   store = openStore({ dataDir: suite.p.dataDir, mongoUrl: undefined });
-  events = eventsCollection(store);
-  deliveries = deliveriesCollection(store);
+  events = openCollection(store, EVENTS);
+  deliveries = openCollection(store, DELIVERIES);
   runs = store.collection("workflow_runs");
 });
 afterAll(async () => {

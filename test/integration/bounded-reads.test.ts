@@ -5,10 +5,10 @@ import { DatabaseSync } from "node:sqlite";
 import type { ServiceBroker } from "moleculer";
 import { createBroker } from "../../shared/broker";
 import { loadSettings } from "../../shared/config";
-import { eventDoc, eventsCollection, type EventDoc } from "../../shared/events";
+import { eventDoc, EVENTS, type EventDoc } from "../../shared/events";
 import { MAX_COUNTED } from "../../shared/pagination";
 import { DATABASE_FILE, SqliteStore } from "../../shared/storage/sqlite";
-import type { Collection, Doc, IndexSpec, Scope, Store } from "../../shared/storage/types";
+import { openCollection, type Collection, type Doc, type IndexSpec, type Scope, type Store } from "../../shared/storage/types";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -327,7 +327,7 @@ describe("bounded reads", () => {
     // 10,050 events of another organization, stored directly (nothing to deliver or trigger).
     const other = await broker.call<Bootstrap, { name: string }>("orgs.create", { name: "Big" });
     const otherKey = other.api_keys.find((k) => k.environment === "live")!.key;
-    const events: Collection<EventDoc> = eventsCollection(inner);
+    const events: Collection<EventDoc> = openCollection(inner, EVENTS);
     const base = Date.now() - 60_000;
     const docs = Array.from({ length: 10_050 }, (_, i) => {
       const {

@@ -7,14 +7,15 @@ import { MAX_STALLS, RunEngine } from "../../services/workflows/engine";
 import { newRun, type RunDoc } from "../../services/workflows/runs.logic";
 import type { Step, WorkflowDoc } from "../../services/workflows/workflows.logic";
 import { ApiError } from "../../shared/errors";
-import { eventsCollection, type EventDoc } from "../../shared/events";
+import { eventDoc, EVENTS, type EventDoc, type PublishedEvent } from "../../shared/events";
 import { SqliteStore } from "../../shared/storage/sqlite";
-import { ALL_TENANTS, type Collection, type Doc } from "../../shared/storage/types";
+import { ALL_TENANTS, openCollection, type Collection, type Doc } from "../../shared/storage/types";
 
 /**
  * The run engine against a store whose writes fail with `storage_unavailable` (a full disk, as the
  * SQLite store reports it) in the ways a real disk cannot be made to fail on cue: the claim is
- * stored but the step's result is not, or the run is stored but its event is not. No endless
+ * stored but the step's result is not, or the run is stored but its event is not. The events service,
+ * the engine's neighbour at the broker, is a stub that stores what it is handed into the same store. No endless
  * retry: the run is given up after MAX_STALLS claims, failed with an error saying why; and a
  * failing claim neither crashes the process (an unhandled rejection) nor is retried every poll.
  * test/api/storage-full.test.ts does the same on a real full disk through the whole platform.
@@ -77,6 +78,8 @@ let dir: string;
 let store: SqliteStore;
 let runs: Collection<RunDoc>;
 let events: Collection<EventDoc>;
+/** Which events the stub events service refuses to store (as a full disk). */
+let refuseEvent: (event: PublishedEvent) => boolean = () => false;
 let broker: ServiceBroker;
 let server: Server;
 let url: string;
@@ -90,8 +93,23 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "wfp-eng-"));
   store = new SqliteStore(dir);
   runs = store.collection<RunDoc>("runs");
-  events = eventsCollection(store);
+  events = openCollection(store, EVENTS);
   broker = new ServiceBroker({ logger: false });
+  broker.createService({
+    name: "events",
+    actions: {
+      async publish(ctx: { params: { events: PublishedEvent[] } }): Promise<string[]> {
+        const stored: string[] = [];
+        for (const event of ctx.params.events) {
+          if (refuseEvent(event)) throw full();
+          if (await events.get(ALL_TENANTS, event.id)) continue;
+          await events.insert(eventDoc(event, Date.now()));
+          stored.push(event.id);
+        }
+        return stored;
+      },
+    },
+  });
   await broker.start();
   server = createServer((req, res) => {
     hits.push(req.url ?? "");
@@ -112,10 +130,9 @@ afterAll(async () => {
   process.off("unhandledRejection", onRejection);
 });
 
-function engine(o: { runs?: Collection<RunDoc>; events?: Collection<EventDoc>; log: ReturnType<typeof logger> }): RunEngine {
+function engine(o: { runs?: Collection<RunDoc>; log: ReturnType<typeof logger> }): RunEngine {
   const e = new RunEngine({
     runs: o.runs ?? runs,
-    events: o.events ?? events,
     broker,
     logger: o.log as unknown as ServiceBroker["logger"],
     allowPrivate: true,
@@ -169,10 +186,9 @@ describe("run engine on a failing store", () => {
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     let refused = 0;
-    const refuse = (method: string, args: unknown[]) =>
-      method === "insert" && (args[0] as EventDoc).type === "order.unstorable" && ++refused > 0;
+    refuseEvent = (event) => event.type === "order.unstorable" && ++refused > 0;
     const log = logger();
-    engine({ events: failing(events, refuse), log });
+    engine({ log });
 
     await until(async () => (await runs.get(ALL_TENANTS, run.id))?.status === "failed", 10_000, "the run failed");
     const stored = (await runs.get(ALL_TENANTS, run.id)) as RunDoc;

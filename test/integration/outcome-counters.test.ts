@@ -5,9 +5,9 @@ import type { ServiceBroker } from "moleculer";
 import { createBroker } from "../../shared/broker";
 import { loadSettings } from "../../shared/config";
 import type { DeliveryDoc } from "../../shared/deliveries";
-import { runOutcomesCollection, webhookOutcomesCollection } from "../../shared/outcomes";
+import { RUN_OUTCOMES, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
 import { SqliteStore } from "../../shared/storage/sqlite";
-import type { Doc } from "../../shared/storage/types";
+import { openCollection, type Doc } from "../../shared/storage/types";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -70,7 +70,7 @@ it("counts every attempt, settlement and run once across two nodes writing the s
 
   const tenant = { org_id: made.org.id, environment: "live" as const };
   const total = 300;
-  const counted = stores.map((store) => jest.spyOn(webhookOutcomesCollection(store), "increment"));
+  const counted = stores.map((store) => jest.spyOn(openCollection(store, WEBHOOK_OUTCOMES), "increment"));
   // Half the events through each node: both dispatchers and both engines take work.
   await Promise.all(
     Array.from({ length: total }, (_, i) =>
@@ -107,7 +107,7 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   for (const spy of counted) expect(spy.mock.calls.length).toBeGreaterThan(0);
 
   for (const period of ["hour", "day"] as const) {
-    const rows = await webhookOutcomesCollection(stores[1]).find(tenant, { period, webhook_id: hook.id });
+    const rows = await openCollection(stores[1], WEBHOOK_OUTCOMES).find(tenant, { period, webhook_id: hook.id });
     const sum = (field: keyof typeof truth) => rows.reduce((n, r) => n + (r[field] ?? 0), 0);
     expect({
       period,
@@ -117,7 +117,7 @@ it("counts every attempt, settlement and run once across two nodes writing the s
       attempts_succeeded: sum("attempts_succeeded"),
       attempts_failed: sum("attempts_failed"),
     }).toEqual({ period, ...truth });
-    const runRows = await runOutcomesCollection(stores[1]).find(tenant, { period, workflow_id: wf.id });
+    const runRows = await openCollection(stores[1], RUN_OUTCOMES).find(tenant, { period, workflow_id: wf.id });
     expect({ period, succeeded: runRows.reduce((n, r) => n + (r.succeeded ?? 0), 0) }).toEqual({ period, succeeded: total });
   }
   const answer = (await api(baseUrl, "GET", "/analytics/webhooks", { key })).body.data;
