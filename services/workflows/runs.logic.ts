@@ -96,6 +96,7 @@ export const runView = ({
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
 
+/** Start: a new run of `workflow`, queued and due now, its steps kept as they are now (the workflow may change meanwhile). */
 export function newRun(
   workflow: WorkflowDoc,
   input: Record<string, unknown>,
