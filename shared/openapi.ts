@@ -72,10 +72,14 @@ function objectOf(props: Json): Json {
 
 const operationId = (route: RouteDef) => route.action.replace(/[.-](\w)/g, (_m, c: string) => c.toUpperCase());
 
+/** A schema's actions with its mixins' (a service's own action wins over a mixin's of the same name, as in Moleculer). */
+const actionsOf = (schema: Partial<ServiceSchema<any, any, any>>): Record<string, unknown> =>
+  Object.assign({}, ...[...(schema.mixins ?? [])].reverse().map(actionsOf), schema.actions);
+
 export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Record<string, ServiceSchema<any, any, any>>>): Json {
   const actions = new Map<string, Json>();
   for (const schema of Object.values(schemas)) {
-    for (const [name, action] of Object.entries(schema?.actions ?? {})) {
+    for (const [name, action] of Object.entries(schema ? actionsOf(schema) : {})) {
       const params = (action as { params?: Json } | undefined)?.params;
       if (params) actions.set(`${schema!.name}.${name}`, params);
     }

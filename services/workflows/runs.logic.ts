@@ -1,14 +1,20 @@
+import { ApiError } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/json-limits";
-import type { Doc, Environment } from "../../shared/storage/types";
-import { checkReadable } from "./outputs";
-import type { Step, WorkflowDoc } from "./workflows.logic";
+import type { Doc, Environment, Update } from "../../shared/storage/types";
+import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
+import { render, scopeOf } from "./templates";
+import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 
 /**
- * Runs (contract section 6) as a state machine over a stored document. Every change is one write:
- * the engine writes under its lease (compare-and-set on `lease`), the API (approve, reject, cancel)
- * under the revision it read (`rev`). Events the run must publish go into its `outbox` in the same
- * write, each with its id chosen then, so publishing them again after a crash stores nothing twice.
+ * Runs (contract section 6) as a state machine over a stored document. This file owns every
+ * transition (start, advance, wait, approve, reject, cancel, retry, finish) as pure functions from
+ * a run, what happened and the time to one write: the fields it sets and removes (revision, due
+ * time and lease among them) and the events it queues. The engine (engine.ts) executes them: it
+ * claims runs, does the steps' work and stores each write under its lease (compare-and-set on
+ * `lease` and `rev`); the API's approve, reject and cancel store theirs under the revision they
+ * read (`rev`). Events the run must publish go into its `outbox` in the same write, each with its
+ * id chosen then, so publishing them again after a crash stores nothing twice.
  */
 export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -90,6 +96,7 @@ export const runView = ({
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
 
+/** Start: a new run of `workflow`, queued and due now, its steps kept as they are now (the workflow may change meanwhile). */
 export function newRun(
   workflow: WorkflowDoc,
   input: Record<string, unknown>,
@@ -160,57 +167,6 @@ export function finish(
   return { status, steps, finished_at: at, outbox: [...run.outbox, completedEvent(run, status)] };
 }
 
-// Templates ---------------------------------------------------------------------------------------
-
-const TEMPLATE = /\{\{(.*?)\}\}/g;
-const WHOLE = /^\{\{([^{}]*)\}\}$/;
-
-export interface TemplateScope {
-  input: unknown;
-  steps: Record<string, { output: unknown }>;
-}
-
-export function scopeOf(run: RunDoc): TemplateScope {
-  const steps: TemplateScope["steps"] = {};
-  for (const s of run.steps) if (s.status === "succeeded") steps[s.id] = { output: s.output };
-  return { input: run.input, steps };
-}
-
-/** The value at a dotted path: own members only (`{{input.constructor}}` is a key of the input or nothing). */
-function lookup(scope: TemplateScope, expression: string): unknown {
-  let value: unknown = scope;
-  const parts = expression.trim().split(".");
-  for (const [i, part] of parts.entries()) {
-    if (value === null || typeof value !== "object" || !Object.hasOwn(value, part)) return undefined;
-    value = (value as Record<string, unknown>)[part];
-    // A truncated output (outputs.ts) cannot be read into: throws TemplateError.
-    if (i === 2 && parts[0] === "steps") checkReadable(value, parts[1], parts.slice(3), expression);
-  }
-  return value;
-}
-
-/**
- * Fills `{{input.…}}` and `{{steps.<id>.output.…}}` in every string of `value`. A string that is one
- * template alone takes the value itself (a number stays a number); inside text, values are written
- * as text (objects as JSON) and a missing value as nothing.
- */
-export function render(value: unknown, scope: TemplateScope): unknown {
-  if (typeof value === "string") {
-    const whole = WHOLE.exec(value);
-    if (whole) return lookup(scope, whole[1]) ?? null;
-    return value.replace(TEMPLATE, (_m, expression: string) => {
-      const found = lookup(scope, expression);
-      if (found === undefined || found === null) return "";
-      return typeof found === "string" ? found : JSON.stringify(found);
-    });
-  }
-  if (Array.isArray(value)) return value.map((v) => render(v, scope));
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, render(v, scope)]));
-  }
-  return value;
-}
-
 /**
  * Why an event's data (an emit step's, once filled) cannot be published, or null: it is held to what
  * POST /events accepts, where `data` is level 2 of the body. Templates can put deep values into it,
@@ -221,5 +177,286 @@ export function eventDataFault(data: unknown): string | null {
   return fault && `the event's data, once its templates are filled, is ${describeJsonFault(fault, "data")}`;
 }
 
+// Transitions -------------------------------------------------------------------------------------
+
+/**
+ * Claims of a run in a row that ended before any progress of it was stored (the store failed, or
+ * the node stopped mid-step) before the engine gives the run up instead of trying it again.
+ */
+export const MAX_STALLS = 3;
+
+/** What a transition of the engine's needs besides the run: the time, and how long a claim outlives the step it covers. */
+export interface Clock {
+  now: number;
+  leaseMarginMs: number;
+}
+
+/** One write of a run: the fields it sets (revision, update time, due time) and removes, and the events it queues in the outbox. */
+export interface RunWrite {
+  set: Partial<RunDoc>;
+  unset: Partial<Record<"lease" | "due_at" | "stalls", true>>;
+  events: OutboxEvent[];
+  /** The engine's claim goes with the write: the run is no longer the engine's to drive. */
+  released: boolean;
+}
+
+/**
+ * After a write: the engine keeps its claim and goes on (the claim then covers the next step), or
+ * lets the run go, due again at `at`, or parked (no due time: it waits for a person, or has ended).
+ */
+type Hold = { kind: "keep"; marginMs: number } | { kind: "due"; at: number } | { kind: "parked" };
+
+const PARKED: Hold = { kind: "parked" };
+const keep = (c: Clock): Hold => ({ kind: "keep", marginMs: c.leaseMarginMs });
+const iso = (ms: number): string => new Date(ms).toISOString();
+const leaseFor = (step: Step | undefined, marginMs: number): number => (step?.type === "http" ? step.timeout_ms : 0) + marginMs;
+
+/**
+ * The write of `change`. Every write bumps `rev`; `progress` (every write but a decision's and the
+ * mark of an http attempt before its request) resets the count of claims that stored nothing.
+ */
+function written(run: RunDoc, change: Partial<RunDoc>, hold: Hold, now: number, progress: boolean): RunWrite {
+  const dueAt =
+    hold.kind === "keep"
+      ? now + leaseFor(run.definition[change.cursor ?? run.cursor], hold.marginMs)
+      : hold.kind === "due"
+        ? hold.at
+        : null;
+  const queued = new Set(run.outbox.map((e) => e.id));
+  return {
+    set: { ...change, rev: run.rev + 1, updated_at: iso(now), ...(dueAt !== null && { due_at: dueAt }) },
+    unset: {
+      ...(progress && { stalls: true as const }),
+      ...(hold.kind !== "keep" && { lease: true as const }),
+      ...(hold.kind === "parked" && { due_at: true as const }),
+    },
+    events: (change.outbox ?? []).filter((e) => !queued.has(e.id)),
+    released: hold.kind !== "keep",
+  };
+}
+
+/** The store's update for a write. */
+export const updateOf = (write: RunWrite): Update => ({
+  $set: { ...write.set },
+  ...(Object.keys(write.unset).length > 0 && { $unset: { ...write.unset } }),
+});
+
+/** A claim of a due run by `lease`: it lasts the margin, and counts as a stall until a write of progress resets it. */
+export const claim = (lease: string, c: Clock): Update => ({ $set: { due_at: c.now + c.leaseMarginMs, lease }, $inc: { stalls: 1 } });
+
+/** The run's steps with the current one changed by `patch`. */
+function put(run: RunDoc, patch: Partial<RunStep>): RunStep[] {
+  const steps = [...run.steps];
+  steps[run.cursor] = { ...steps[run.cursor], ...patch };
+  return steps;
+}
+
+/** Ended, or waiting for a person: nothing left for the engine but the outbox. */
+export function isParked(run: RunDoc): boolean {
+  return TERMINAL.has(run.status) || (run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting");
+}
+
+/** The change, and the run's end with it when it moves past the last step. */
+function ending(run: RunDoc, change: Partial<RunDoc>, at: string): Partial<RunDoc> {
+  if (change.cursor === undefined || change.cursor < run.definition.length) return change;
+  return { ...change, ...finish({ ...run, ...change }, "succeeded", at) };
+}
+
+/** Advance: the current step succeeded (`patch`: its output, …); the run goes on to the next step, or ends `succeeded` after the last. */
+export function advance(run: RunDoc, patch: Partial<RunStep>, c: Clock, event?: OutboxEvent): RunWrite {
+  const at = iso(c.now);
+  const change: Partial<RunDoc> = {
+    status: "running",
+    cursor: run.cursor + 1,
+    steps: put(run, { status: "succeeded", finished_at: at, ...patch }),
+    ...(event && { outbox: [...run.outbox, event] }),
+  };
+  return written(run, ending(run, change, at), keep(c), c.now, true);
+}
+
+/**
+ * Wait: the current step waits until `until` (a delay), or for a person with `until` null (an
+ * approval, `event` its approval.requested: the engine keeps the run until the event is published,
+ * then parks it).
+ */
+export function wait(run: RunDoc, c: Clock, until: number | null, event?: OutboxEvent): RunWrite {
+  const change: Partial<RunDoc> = {
+    status: "waiting",
+    steps: put(run, { status: "waiting", started_at: iso(c.now) }),
+    ...(event && { outbox: [...run.outbox, event] }),
+  };
+  return written(run, change, until === null ? keep(c) : { kind: "due", at: until }, c.now, true);
+}
+
+/** Fail: the current step fails for good with `error` (`patch`: what it leaves); the run ends `failed`. */
+export function fail(run: RunDoc, error: string, c: Clock, patch: Partial<RunStep> = {}): RunWrite {
+  const failed = { ...run, steps: put(run, patch) };
+  return written(run, finish(failed, "failed", iso(c.now), "failed", error), keep(c), c.now, true);
+}
+
 /** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */
 export const retryDelay = (baseMs: number, attempt: number): number => Math.min(60_000, baseMs * 2 ** (attempt - 1));
+
+/** One attempt of an http step, as the engine made it. */
+export interface Attempt {
+  ok: boolean;
+  output: unknown;
+  error: string | null;
+}
+
+/** An attempt of the current http step ended: advance, retry (due after the back-off) while it has retries left, or fail. */
+export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: number): RunWrite {
+  const step = run.definition[run.cursor] as HttpStep;
+  // Within the step's and the run's bounds on stored outputs (see outputs.ts).
+  const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
+  const attempts = run.steps[run.cursor].attempts + 1;
+  if (result.ok) return advance(run, { output, error: null, attempts }, c);
+  if (attempts > step.retries) return fail(run, result.error ?? "failed", c, { output, attempts });
+  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempts) };
+  return written(run, { steps: put(run, { output, error: result.error, attempts }) }, retry, c.now, true);
+}
+
+/** An http step's request, its fields filled from the run's input and earlier outputs. */
+export interface HttpRequest {
+  url: string;
+  method: HttpStep["method"];
+  headers: Record<string, string>;
+  body: string | undefined;
+  timeoutMs: number;
+}
+
+function requestOf(step: HttpStep, run: RunDoc): HttpRequest {
+  const scope = scopeOf(run);
+  const url = String(render(step.url, scope));
+  const headers = render(step.headers, scope) as Record<string, string>;
+  const rendered = step.body === null ? undefined : render(step.body, scope);
+  const body = rendered === undefined || rendered === null ? undefined : typeof rendered === "string" ? rendered : JSON.stringify(rendered);
+  const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  if (body !== undefined && !lower["content-type"])
+    lower["content-type"] = typeof rendered === "string" ? "text/plain" : "application/json";
+  lower["user-agent"] ??= "wfp-workflows/1";
+  return { url, method: step.method, headers: lower, body, timeoutMs: step.timeout_ms };
+}
+
+/**
+ * What the engine does next with a run it holds: publish the outbox (then write `published`),
+ * make an http attempt (then write `attempted`), or store a write.
+ */
+export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "write"; write: RunWrite };
+
+export function nextMove(run: RunDoc, c: Clock): Move {
+  if (run.outbox.length > 0) return { kind: "publish" };
+  if (isParked(run)) return { kind: "write", write: written(run, {}, PARKED, c.now, true) };
+  try {
+    return start(run, c);
+  } catch (err) {
+    // A template that cannot be filled (it reads a truncated output): the step fails, for good.
+    if (!(err instanceof TemplateError)) throw err;
+    return { kind: "write", write: fail(run, err.message, c) };
+  }
+}
+
+/** The current step, taken one move further. */
+function start(run: RunDoc, c: Clock): Move {
+  const step = run.definition[run.cursor];
+  const write = (w: RunWrite): Move => ({ kind: "write", write: w });
+  const at = iso(c.now);
+  if (!step) return write(written(run, finish(run, "succeeded", at), keep(c), c.now, true));
+  const state = run.steps[run.cursor];
+  switch (step.type) {
+    case "delay":
+      if (state.status !== "waiting") return write(wait(run, c, c.now + step.duration_ms));
+      return write(advance(run, { output: { waited_ms: step.duration_ms } }, c));
+    case "approval": {
+      const message = step.message === null ? null : render(step.message, scopeOf(run));
+      const data = { workflow_id: run.workflow_id, run_id: run.id, step_id: step.id, message };
+      const fault = eventDataFault(data);
+      if (fault) return write(fail(run, `approval.requested: ${fault}`, c));
+      return write(wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }));
+    }
+    case "emit": {
+      const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
+      // A template may have put a deep value into the data: it must be what POST /events takes.
+      const fault = eventDataFault(data);
+      if (fault) return write(fail(run, fault, c, { attempts: 1 }));
+      const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
+      return write(advance(run, { output: { event_id: event.id }, started_at: at, attempts: 1 }, c, event));
+    }
+    case "http":
+      if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run) };
+      // Shown as running before the request leaves (a crash then repeats the attempt). Not
+      // progress: a request whose answer is never stored counts towards MAX_STALLS.
+      return write(
+        written(
+          run,
+          { status: "running", steps: put(run, { status: "running", started_at: state.started_at ?? at }) },
+          keep(c),
+          c.now,
+          false,
+        ),
+      );
+  }
+}
+
+/** The outbox was published: emptied; a run that waits for a person or has ended is let go without a due time. */
+export function published(run: RunDoc, c: Clock): RunWrite {
+  return written(run, { outbox: [] }, isParked(run) ? PARKED : keep(c), c.now, true);
+}
+
+/** The engine stops: the run is handed back, due now, for any node to go on. */
+export function handBack(run: RunDoc, c: Clock): RunWrite {
+  return written(run, {}, { kind: "due", at: c.now }, c.now, true);
+}
+
+/**
+ * The run was claimed more than MAX_STALLS times in a row and no drive of it stored any progress:
+ * it is not tried again. Events it could not publish (what stalled it, most likely) are dropped.
+ * The run fails, saying why (`why`), at the step whose event was dropped (an emit step: the run did
+ * not do what it would report), or else at its current step; a run that had ended otherwise, or
+ * waits for approval, keeps its state. Its workflow.completed is published as usual.
+ */
+export function giveUp(run: RunDoc, c: Clock): { write: RunWrite; dropped: OutboxEvent[]; why: string | null } {
+  const tries = `in ${MAX_STALLS} tries in a row`;
+  const dropped = run.outbox;
+  const lost = dropped.find((e) => e.type !== "workflow.completed" && e.type !== "approval.requested");
+  const culprit = lost ? run.steps.findIndex((s) => (s.output as { event_id?: unknown } | null)?.event_id === lost.id) : -1;
+  if (isParked(run) && !(culprit >= 0 && run.status === "succeeded"))
+    return { write: written(run, { outbox: [] }, PARKED, c.now, true), dropped, why: null };
+  const why = lost
+    ? `the event ${lost.type} (${lost.id}) could not be stored ${tries}; given up`
+    : `the run stopped: its progress could not be stored ${tries} (the store failed, or the node driving it stopped); given up`;
+  const at = { ...run, cursor: culprit >= 0 ? culprit : Math.min(run.cursor, run.steps.length - 1), outbox: [] };
+  return { write: written(run, finish(at, "failed", iso(c.now), "failed", why), keep(c), c.now, true), dropped, why };
+}
+
+// Decisions through the API: each a compare-and-set on the run's revision that takes the engine's
+// claim with it (a node still in a step of a cancelled run stops at its next write) and makes the
+// run due now, for the engine to go on from.
+
+const decided = (run: RunDoc, change: Partial<RunDoc>, now: number): RunWrite => written(run, change, { kind: "due", at: now }, now, false);
+
+/** Cancel: the run ends `cancelled` at its current step; a run that has ended is a conflict. */
+export function cancel(run: RunDoc, now: number): RunWrite {
+  if (TERMINAL.has(run.status)) throw new ApiError("invalid_state", `The run has ended (${run.status})`, { param: "run_id" });
+  return decided(run, finish(run, "cancelled", iso(now), "cancelled"), now);
+}
+
+function checkWaitsForApproval(run: RunDoc): void {
+  const waiting =
+    run.status === "waiting" && run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting";
+  if (!waiting) throw new ApiError("invalid_state", `The run is not waiting for approval (${run.status})`, { param: "run_id" });
+}
+
+/** Approve: the approval step succeeds and the run goes on (the engine ends it if that was the last step). */
+export function approve(run: RunDoc, now: number): RunWrite {
+  checkWaitsForApproval(run);
+  const steps = put(run, { status: "succeeded", output: { approved: true }, finished_at: iso(now) });
+  return decided(run, { status: "running", cursor: run.cursor + 1, steps }, now);
+}
+
+/** Reject: the approval step fails with "rejected", and the run with it. */
+export function reject(run: RunDoc, now: number): RunWrite {
+  checkWaitsForApproval(run);
+  const rejected = { ...run, steps: put(run, { output: { approved: false } }) };
+  return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected"), now);
+}

@@ -9,7 +9,8 @@ import {
   scanJson,
 } from "../../shared/json-limits";
 import { MsgpackrSerializer } from "../../shared/serializer";
-import { eventDataFault, render, type TemplateScope } from "../../services/workflows/runs.logic";
+import { eventDataFault } from "../../services/workflows/runs.logic";
+import { render, type TemplateScope } from "../../services/workflows/templates";
 import { SPECIAL_KEYS as ODD_KEYS } from "../helpers/odd-json";
 
 /** Levels of objects and arrays, the value itself being level 1 (scalars: 0). Recursive: test values are small. */

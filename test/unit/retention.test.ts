@@ -15,7 +15,8 @@ import {
   STEP_OUTPUT_MAX_BYTES,
   TemplateError,
 } from "../../services/workflows/outputs";
-import { render, type RunStep } from "../../services/workflows/runs.logic";
+import type { RunStep } from "../../services/workflows/runs.logic";
+import { render } from "../../services/workflows/templates";
 import { firstIdAt, prune, PRUNE_BATCH_MAX, retentionCutoff } from "../../shared/retention";
 import { SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, type Collection, type Doc } from "../../shared/storage/types";

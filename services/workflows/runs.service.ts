@@ -1,0 +1,223 @@
+import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import { tenantOf, type CallMeta } from "../../shared/context";
+import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
+import { newestFirst, type ListResult } from "../../shared/pagination";
+import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
+import { settingsOf } from "../../shared/runtime";
+import type { Filter, Tenant } from "../../shared/storage/types";
+import { RUN_DUE, RunEngine } from "./engine";
+import { approve, cancel, newRun, reject, runView, updateOf, type RunDoc, type RunView, type RunWrite } from "./runs.logic";
+import type { WorkflowsStoreVars } from "./workflows.store";
+import { listRunsParams, runParams, startRunParams, type ListRunsParams, type RunParams, type StartRunParams } from "./workflows.params";
+
+const MINUTE_MS = 60_000;
+/** Runs one workflows node drives at once. */
+const MAX_ACTIVE_RUNS = 64;
+/** JSON size of a run's input. */
+const INPUT_MAX_BYTES = 64 * 1024;
+
+/** The store's collections and outbox (workflows.store.ts), and what the runs keep. */
+export interface RunsVars extends WorkflowsStoreVars {
+  engine: RunEngine;
+  pruner: Pruner;
+  /** Runs that ended, counted per workflow, hour and day (see shared/outcomes.ts). */
+  tally: Tally<RunOutcomeRow>;
+}
+export interface RunsMethods {
+  ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
+  /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
+  decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
+  /** Creates the budget `id`, unless it exists. */
+  openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
+  /** Stores `run` and counts it against the budget `id`, both or neither; false: the budget is spent. */
+  startCounted(tenant: Required<Tenant>, budget: { id: string; limit: number; expiresAt: number }, run: RunDoc): Promise<boolean>;
+  /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
+  pruneRuns(now: number, control: PruneControl): Promise<number>;
+}
+type Ctx<P> = Context<P, CallMeta>;
+
+/** The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts). */
+function decision(transition: (run: RunDoc, now: number) => RunWrite) {
+  return {
+    params: runParams,
+    handler(this: RunsMethods, ctx: Ctx<RunParams>): Promise<RunView> {
+      return this.decide(tenantOf(ctx), ctx.params, transition);
+    },
+  };
+}
+
+/**
+ * The runs of workflows: their API and the engine that drives them. A mixin of the workflows service
+ * (its actions keep the `workflows.` names the gateway's route table calls); the store must be
+ * acquired before this mixin's `created` and released after its `stopped` (see workflows.service.ts).
+ */
+export const RunsMixin: Partial<ServiceSchema<ServiceSettingSchema, RunsMethods, RunsVars>> = {
+  actions: {
+    /** POST /workflows/{id}/runs — workflows:write; an active workflow only. */
+    startRun: {
+      params: startRunParams,
+      async handler(ctx: Ctx<StartRunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.workflows.get(tenant, ctx.params.id);
+        if (!workflow) throw notFound("workflow", ctx.params.id);
+        if (workflow.status !== "active")
+          throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        const input = ctx.params.input ?? {};
+        if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
+          throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
+        const now = Date.now();
+        const run = newRun(workflow, input, { type: "manual" }, now);
+        // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
+        const minute = now - (now % MINUTE_MS);
+        const limit = settingsOf(this.broker).runStartsPerMinute;
+        const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+        if (!(await this.startCounted(tenant, budget, run))) {
+          throw new ApiError(
+            "rate_limited",
+            `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
+            {
+              quota: "runs_started_per_minute",
+              limit,
+              retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+            },
+          );
+        }
+        // A lost wake-up only delays the run until a node's next poll.
+        this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+        return runView(run);
+      },
+    },
+
+    /** GET /workflows/{id}/runs — workflows:read; newest first. */
+    listRuns: {
+      params: listRunsParams,
+      async handler(ctx: Ctx<ListRunsParams>): Promise<ListResult<RunView>> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.workflows.get(tenant, ctx.params.id);
+        // Runs outlive their workflow: list them while any exist.
+        const filter: Filter = { workflow_id: ctx.params.id, ...(ctx.params.status && { status: ctx.params.status }) };
+        const page = await newestFirst(this.runs, tenant, filter, ctx.params, runView);
+        if (!workflow && page.total === 0) throw notFound("workflow", ctx.params.id);
+        return page;
+      },
+    },
+
+    /** GET /workflows/{id}/runs/{run_id} — workflows:read */
+    getRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return runView(await this.ownRun(tenantOf(ctx), ctx.params));
+      },
+    },
+
+    /** POST /workflows/{id}/runs/{run_id}/cancel — workflows:write; a run that has ended is a conflict. */
+    cancelRun: decision(cancel),
+    /** POST /workflows/{id}/runs/{run_id}/approve — workflows:write; only while it waits for approval. */
+    approveRun: decision(approve),
+    /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
+    rejectRun: decision(reject),
+
+    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many runs went. */
+    prune: {
+      visibility: "public",
+      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
+      handler(ctx: Context<{ now?: number }>): Promise<number> {
+        const now = ctx.params.now;
+        return now === undefined ? this.pruner.run() : this.pruneRuns(now, {});
+      },
+    },
+  },
+
+  events: {
+    [RUN_DUE]: {
+      handler(ctx: Context<{ id: string }>) {
+        this.engine.wake(ctx.params.id);
+      },
+    },
+  },
+
+  methods: {
+    async ownRun(tenant, { id, run_id }) {
+      const run = await this.runs.findOne(tenant, { id: run_id, workflow_id: id });
+      if (!run) throw new ApiError("resource_not_found", `No such run: '${run_id}'`, { param: "run_id" });
+      return run;
+    },
+
+    async decide(tenant, params, transition) {
+      for (let tries = 0; ; tries += 1) {
+        const run = await this.ownRun(tenant, params);
+        const updated = await this.runs.update(tenant, { id: run.id, rev: run.rev }, updateOf(transition(run, Date.now())));
+        if (updated) {
+          this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+          return runView(updated);
+        }
+        if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });
+      }
+    },
+
+    async openBudget(tenant, id, expiresAt) {
+      try {
+        await this.budgets.insert({ id, ...tenant, runs: 0, expires_at: new Date(expiresAt).toISOString() });
+      } catch (err) {
+        if (!isDuplicate(err)) throw err;
+      }
+    },
+
+    async startCounted(tenant, { id, limit, expiresAt }, run) {
+      for (let tries = 0; tries < 2; tries += 1) {
+        // The count and the run are stored together: a run that exists was counted once, a
+        // duplicate (the run started already) takes nothing, and two nodes never both take the last.
+        const written = await this.store.atomically([
+          { op: "update", collection: this.budgets, scope: tenant, filter: { id, runs: { $lt: limit } }, update: { $inc: { runs: 1 } } },
+          { op: "insert", collection: this.runs, doc: run },
+        ]);
+        if (written) return true;
+        if (await this.budgets.get(tenant, id)) return false;
+        // Not opened yet (a new minute), or pruned under a chain older than the retention period.
+        await this.openBudget(tenant, id, expiresAt);
+      }
+      return false;
+    },
+
+    async pruneRuns(now, control) {
+      const days = settingsOf(this.broker).eventRetentionDays;
+      // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
+      const before = new Date(retentionCutoff(days, now)).toISOString();
+      const runs = await prune(
+        { collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } },
+        control,
+      );
+      // Budgets past their time go too (not counted: the answer is runs).
+      await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
+      return runs;
+    },
+  },
+
+  created() {
+    const settings = settingsOf(this.broker);
+    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
+    this.engine = new RunEngine({
+      runs: this.runs,
+      broker: this.broker,
+      logger: this.logger,
+      allowPrivate: settings.webhookAllowPrivateTargets,
+      retryBaseMs: settings.workflowRetryBaseMs,
+      maxActive: MAX_ACTIVE_RUNS,
+      ended: ({ org_id, environment, data, created_at }) =>
+        this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 }),
+    });
+    this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
+  },
+
+  started() {
+    this.engine.start();
+    this.pruner.start();
+  },
+
+  /** Finishes the steps in flight and hands their runs back for any node to go on. */
+  async stopped() {
+    await Promise.all([this.engine.stop(), this.pruner.stop()]);
+    await this.tally.flush();
+  },
+};

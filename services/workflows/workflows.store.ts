@@ -1,0 +1,53 @@
+import { EVENTS } from "../../shared/events";
+import { RUN_OUTCOMES } from "../../shared/outcomes";
+import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/retention";
+import { declareStore, type StoreVars } from "../../shared/store-mixin";
+import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
+import type { RunDoc } from "./runs.logic";
+import type { WorkflowDoc } from "./workflows.logic";
+
+/**
+ * A count of runs started against a limit: the budget of one chain of event-started runs (under the
+ * id of the event that began it), or the runs started through the API in one minute of one
+ * environment (`starts/<org>/<environment>/<minute>`).
+ */
+export interface BudgetDoc extends Doc {
+  environment: Environment;
+  runs: number;
+  /** Pruned after this: EVENT_RETENTION_DAYS after a chain's root event, an hour after a minute. */
+  expires_at: string;
+  /** When a chain's budget first refused a run (its `workflow.chain_limited` is stored then, once). */
+  limited_at?: string;
+}
+
+/**
+ * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of API starts per
+ * minute) and run counts are the workflows service's, with the outbox of its own events; the event
+ * log is read (for triggers) and written by the events service. One declaration for the service and
+ * its mixins (runs.service.ts, triggers.service.ts).
+ */
+export const STORE = declareStore({
+  owns: {
+    workflows: collectionSpec<WorkflowDoc>("workflows", [
+      // One per filter of the list, each ending in `id`: a page is read in order, never sorted.
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
+    ]),
+    runs: collectionSpec<RunDoc>(RUNS_COLLECTION, [
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
+      { fields: { trigger_key: 1 }, unique: true, sparse: true },
+      // Only runs the engine has work on carry `due_at`: the claim index stays small.
+      { fields: { due_at: 1 }, sparse: true },
+      ...RUN_RETENTION_INDEXES,
+    ]),
+    budgets: collectionSpec<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]),
+    outcomes: RUN_OUTCOMES,
+  },
+  reads: { events: EVENTS },
+  outbox: true,
+});
+
+export type WorkflowsStoreVars = StoreVars<typeof STORE>;

@@ -1,0 +1,444 @@
+import { cutAnswer } from "../../../../services/workflows/outputs";
+import {
+  advance,
+  approve,
+  attempted,
+  cancel,
+  claim,
+  fail,
+  finish,
+  giveUp,
+  handBack,
+  MAX_STALLS,
+  newRun,
+  nextMove,
+  published,
+  reject,
+  retryDelay,
+  updateOf,
+  wait,
+  type Clock,
+  type Move,
+  type RunDoc,
+  type RunWrite,
+} from "../../../../services/workflows/runs.logic";
+import type { Step, WorkflowDoc } from "../../../../services/workflows/workflows.logic";
+
+/**
+ * The run state machine as pure functions: each transition answers one write (what it sets and
+ * removes, revision, due time and lease included, and the events it queues), applied here the way
+ * the store applies it.
+ */
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+const MARGIN = 5_000;
+const at = (ms: number): Clock => ({ now: ms, leaseMarginMs: MARGIN });
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const STEPS: Step[] = [
+  {
+    id: "call",
+    type: "http",
+    method: "POST",
+    url: "https://example.com/orders/{{input.order}}",
+    headers: { "X-Order": "{{input.order}}" },
+    body: { n: "{{input.n}}" },
+    timeout_ms: 2_000,
+    retries: 1,
+  },
+  { id: "pause", type: "delay", duration_ms: 1_000 },
+  { id: "ok", type: "approval", message: "order {{input.order}}: {{steps.call.output.body.ref}}" },
+  { id: "tell", type: "emit", event_type: "order.done", data: { ref: "{{steps.call.output.body.ref}}" } },
+];
+
+function workflow(steps: Step[] = STEPS): WorkflowDoc {
+  return {
+    id: "wf_1",
+    org_id: "org_1",
+    environment: "test",
+    name: "w",
+    description: null,
+    status: "active",
+    trigger: { type: "manual" },
+    steps,
+    version: 3,
+    created_at: iso(T0),
+    updated_at: iso(T0),
+  };
+}
+
+/** The run as the store leaves it after `write`. */
+function apply(run: RunDoc, write: RunWrite): RunDoc {
+  const next: Record<string, unknown> = { ...run, ...write.set };
+  for (const field of Object.keys(write.unset)) delete next[field];
+  return next as unknown as RunDoc;
+}
+
+/** A run as the engine holds it after claiming it. */
+const claimed = (run: RunDoc, lease = "L1"): RunDoc => ({ ...run, lease, stalls: 1, due_at: T0 + MARGIN });
+
+function writeOf(move: Move): RunWrite {
+  if (move.kind !== "write") throw new Error(`expected a write, got ${move.kind}`);
+  return move.write;
+}
+
+/** The run at its approval step, waiting, its approval.requested published. */
+function waitingForApproval(): RunDoc {
+  let run = claimed(newRun(workflow(), { order: "o1", n: 2 }, { type: "manual" }, T0));
+  run = { ...run, cursor: 2, status: "waiting" };
+  run.steps = run.steps.map((s, i) => (i < 2 ? { ...s, status: "succeeded" } : i === 2 ? { ...s, status: "waiting" } : s));
+  delete run.lease;
+  delete run.due_at;
+  return run;
+}
+
+describe("start", () => {
+  it("a new run is queued and due now, at revision 0, every step pending, the steps kept as they were", () => {
+    const run = newRun(workflow(), { order: "o1" }, { type: "manual" }, T0);
+    expect(run).toMatchObject({ status: "queued", rev: 0, cursor: 0, due_at: T0, outbox: [], workflow_version: 3, created_at: iso(T0) });
+    expect(run.steps.map((s) => s.status)).toEqual(["pending", "pending", "pending", "pending"]);
+    expect(run.definition).toEqual(STEPS);
+    expect(run.lease).toBeUndefined();
+    expect(run.trigger_key).toBeUndefined();
+  });
+
+  it("an event-started run carries its trigger key and its place in the chain", () => {
+    const run = newRun(workflow(), {}, { type: "event", event_id: "evt_9", event_type: "x.y" }, T0, 2, "evt_1");
+    expect(run).toMatchObject({ trigger_key: "wf_1/evt_9", chain_depth: 2, chain_root: "evt_1" });
+  });
+
+  it("a claim takes the lease for the margin and counts a stall", () => {
+    expect(claim("L1", at(T0))).toEqual({ $set: { due_at: T0 + MARGIN, lease: "L1" }, $inc: { stalls: 1 } });
+  });
+});
+
+describe("an http step", () => {
+  const run = claimed(newRun(workflow(), { order: "o1", n: 2 }, { type: "manual" }, T0));
+
+  it("is shown running before its request leaves, under the claim extended by the step's timeout; not progress", () => {
+    const write = writeOf(nextMove(run, at(T0 + 10)));
+    expect(write.set).toMatchObject({ status: "running", rev: 1, updated_at: iso(T0 + 10), due_at: T0 + 10 + 2_000 + MARGIN });
+    expect(write.set.steps![0]).toMatchObject({ status: "running", started_at: iso(T0 + 10) });
+    expect(write.unset).toEqual({});
+    expect(write.released).toBe(false);
+    expect(updateOf(write)).not.toHaveProperty("$unset");
+  });
+
+  it("then its request is made, its fields filled from the input", () => {
+    const running = apply(run, writeOf(nextMove(run, at(T0))));
+    expect(nextMove(running, at(T0 + 1))).toEqual({
+      kind: "call",
+      request: {
+        url: "https://example.com/orders/o1",
+        method: "POST",
+        headers: { "x-order": "o1", "content-type": "application/json", "user-agent": "wfp-workflows/1" },
+        body: '{"n":2}',
+        timeoutMs: 2_000,
+      },
+    });
+  });
+
+  const running = apply(run, writeOf(nextMove(run, at(T0))));
+
+  it("advance: an attempt that succeeded moves the run on, under the claim, and resets the stalls", () => {
+    const write = attempted(running, { ok: true, output: { status_code: 200, body: { ref: "R-1" } }, error: null }, at(T0 + 50), 1_000);
+    const after = apply(running, write);
+    expect(after).toMatchObject({ status: "running", cursor: 1, rev: 2, lease: "L1", due_at: T0 + 50 + MARGIN });
+    expect(after.steps[0]).toMatchObject({ status: "succeeded", attempts: 1, error: null, finished_at: iso(T0 + 50) });
+    expect(after.steps[0].output).toEqual({ status_code: 200, body: { ref: "R-1" } });
+    expect(after.stalls).toBeUndefined();
+    expect(write.events).toEqual([]);
+  });
+
+  it("retry: a failed attempt with retries left lets the run go, due after the back-off", () => {
+    const write = attempted(
+      running,
+      { ok: false, output: { status_code: 503, body: "no" }, error: "the server answered 503" },
+      at(T0 + 50),
+      1_000,
+    );
+    const after = apply(running, write);
+    expect(write.released).toBe(true);
+    expect(after).toMatchObject({ status: "running", cursor: 0, due_at: T0 + 50 + retryDelay(1_000, 1) });
+    expect(after.lease).toBeUndefined();
+    expect(after.steps[0]).toMatchObject({ status: "running", attempts: 1, error: "the server answered 503" });
+    // Due again: the same step, still running, makes its next request.
+    expect(nextMove(claimed(after, "L2"), at(T0 + 2_000)).kind).toBe("call");
+  });
+
+  it("finish: out of retries, the step fails and the run with it; the steps after it are skipped and workflow.completed queued", () => {
+    const retried = { ...running, steps: running.steps.map((s, i) => (i === 0 ? { ...s, attempts: 1 } : s)) };
+    const write = attempted(retried, { ok: false, output: null, error: "timed out" }, at(T0 + 50), 1_000);
+    const after = apply(retried, write);
+    expect(after).toMatchObject({ status: "failed", finished_at: iso(T0 + 50), lease: "L1" });
+    expect(after.steps.map((s) => s.status)).toEqual(["failed", "skipped", "skipped", "skipped"]);
+    expect(after.steps[0]).toMatchObject({ attempts: 2, error: "timed out" });
+    expect(write.events).toEqual([
+      { id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: run.id, status: "failed" } },
+    ]);
+    expect(after.outbox).toEqual(write.events);
+    // Next: publish the outbox, then the ended run is parked (no lease, no due time).
+    expect(nextMove(after, at(T0 + 60))).toEqual({ kind: "publish" });
+    const parked = apply(after, published(after, at(T0 + 70)));
+    expect(parked.outbox).toEqual([]);
+    expect(parked.lease).toBeUndefined();
+    expect(parked.due_at).toBeUndefined();
+  });
+
+  it("a template that reads a truncated output fails the step for good", () => {
+    const wf = workflow([
+      { id: "big", type: "delay", duration_ms: 1 },
+      { ...(STEPS[0] as Extract<Step, { type: "http" }>), url: "https://example.com/{{steps.big.output.body.id}}" },
+    ]);
+    const base = claimed(newRun(wf, {}, { type: "manual" }, T0));
+    const r = { ...base, cursor: 1, status: "running" as const };
+    r.steps = r.steps.map((s, i) =>
+      i === 0 ? { ...s, status: "succeeded" as const, output: cutAnswer(200, "x", 1 << 20) } : { ...s, status: "running" as const },
+    );
+    const after = apply(r, writeOf(nextMove(r, at(T0))));
+    expect(after.status).toBe("failed");
+    expect(after.steps[1].error).toMatch(
+      /^\{\{steps\.big\.output\.body\.id\}\} reads the output of step 'big', which was not stored whole/,
+    );
+  });
+});
+
+describe("a delay step", () => {
+  const base = claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0));
+  const atDelay = { ...base, cursor: 1, status: "running" as const };
+
+  it("wait: the run waits, let go, due when the delay is over", () => {
+    const write = writeOf(nextMove(atDelay, at(T0)));
+    const after = apply(atDelay, write);
+    expect(write.released).toBe(true);
+    expect(after).toMatchObject({ status: "waiting", due_at: T0 + 1_000, rev: 1 });
+    expect(after.steps[1]).toMatchObject({ status: "waiting", started_at: iso(T0) });
+    expect(after.lease).toBeUndefined();
+  });
+
+  it("advance: due again, the step succeeds and the run goes on to the approval", () => {
+    const waiting = claimed(apply(atDelay, writeOf(nextMove(atDelay, at(T0)))), "L2");
+    const after = apply(waiting, writeOf(nextMove(waiting, at(T0 + 1_000))));
+    expect(after).toMatchObject({ status: "running", cursor: 2, lease: "L2", due_at: T0 + 1_000 + MARGIN });
+    expect(after.steps[1]).toMatchObject({
+      status: "succeeded",
+      output: { waited_ms: 1_000 },
+      started_at: iso(T0),
+      finished_at: iso(T0 + 1_000),
+    });
+  });
+});
+
+describe("an approval step", () => {
+  const base = claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0));
+  const atApproval: RunDoc = { ...base, cursor: 2, status: "running" };
+  atApproval.steps = atApproval.steps.map((s, i) =>
+    i === 0
+      ? { ...s, status: "succeeded", output: { status_code: 200, body: { ref: "R-1" } } }
+      : i === 1
+        ? { ...s, status: "succeeded" }
+        : s,
+  );
+
+  it("wait: queues approval.requested with its message filled, keeps the claim to publish it, then parks the run", () => {
+    const write = writeOf(nextMove(atApproval, at(T0)));
+    expect(write.events).toEqual([
+      {
+        id: expect.stringMatching(/^evt_/),
+        type: "approval.requested",
+        data: { workflow_id: "wf_1", run_id: base.id, step_id: "ok", message: "order o1: R-1" },
+      },
+    ]);
+    const after = apply(atApproval, write);
+    expect(after).toMatchObject({ status: "waiting", lease: "L1" });
+    expect(after.steps[2].status).toBe("waiting");
+    expect(nextMove(after, at(T0 + 1))).toEqual({ kind: "publish" });
+    const parked = apply(after, published(after, at(T0 + 2)));
+    expect(parked.due_at).toBeUndefined();
+    expect(parked.lease).toBeUndefined();
+    expect(parked.outbox).toEqual([]);
+    // Found again (a lost claim lapsing): nothing to do but let it go.
+    const again = writeOf(nextMove(claimed(parked, "L3"), at(T0 + 3)));
+    expect(again.released).toBe(true);
+    expect(again.unset).toEqual({ stalls: true, lease: true, due_at: true });
+  });
+
+  it("a message too deep for an event fails the step", () => {
+    let deep: unknown = "x";
+    for (let i = 0; i < 40; i += 1) deep = { k: deep };
+    const r = { ...atApproval, input: { deep }, definition: STEPS.map((s) => (s.id === "ok" ? { ...s, message: "{{input.deep}}" } : s)) };
+    const after = apply(r, writeOf(nextMove(r, at(T0))));
+    expect(after.status).toBe("failed");
+    expect(after.steps[2].error).toMatch(/^approval\.requested: the event's data, once its templates are filled, is nested deeper/);
+  });
+
+  const waiting = waitingForApproval();
+
+  it("approve: the step succeeds, the run goes on, due now and at the next revision; the claim goes", () => {
+    const write = approve({ ...waiting, lease: "L9" }, T0 + 5);
+    const after = apply({ ...waiting, lease: "L9", stalls: 2 }, write);
+    expect(after).toMatchObject({ status: "running", cursor: 3, rev: waiting.rev + 1, due_at: T0 + 5, updated_at: iso(T0 + 5), stalls: 2 });
+    expect(after.steps[2]).toMatchObject({ status: "succeeded", output: { approved: true }, finished_at: iso(T0 + 5) });
+    expect(after.lease).toBeUndefined();
+    expect(write.events).toEqual([]);
+  });
+
+  it("reject: the step fails with 'rejected' and the run ends failed", () => {
+    const write = reject(waiting, T0 + 5);
+    const after = apply(waiting, write);
+    expect(after).toMatchObject({ status: "failed", due_at: T0 + 5, finished_at: iso(T0 + 5) });
+    expect(after.steps.map((s) => s.status)).toEqual(["succeeded", "succeeded", "failed", "skipped"]);
+    expect(after.steps[2]).toMatchObject({ output: { approved: false }, error: "rejected" });
+    expect(write.events.map((e) => [e.type, e.data.status])).toEqual([["workflow.completed", "failed"]]);
+  });
+});
+
+describe("an emit step", () => {
+  const base = claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0));
+  const atEmit: RunDoc = { ...base, cursor: 3, status: "running" };
+  atEmit.steps = atEmit.steps.map((s, i) =>
+    i === 0 ? { ...s, status: "succeeded", output: { body: { ref: "R-1" } } } : i < 3 ? { ...s, status: "succeeded" } : s,
+  );
+
+  it("advance past the last step: its event and workflow.completed are queued and the run succeeds", () => {
+    const write = writeOf(nextMove(atEmit, at(T0)));
+    const after = apply(atEmit, write);
+    expect(after).toMatchObject({ status: "succeeded", cursor: 4, finished_at: iso(T0), lease: "L1" });
+    expect(write.events.map((e) => e.type)).toEqual(["order.done", "workflow.completed"]);
+    expect(write.events[0].data).toEqual({ ref: "R-1" });
+    expect(after.steps[3]).toMatchObject({ status: "succeeded", attempts: 1, output: { event_id: write.events[0].id } });
+  });
+
+  it("data too deep for an event fails the step after one attempt", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i += 1) deep = [deep];
+    const r = { ...atEmit, input: { deep }, definition: STEPS.map((s) => (s.id === "tell" ? { ...s, data: { d: "{{input.deep}}" } } : s)) };
+    const after = apply(r, writeOf(nextMove(r, at(T0))));
+    expect(after.status).toBe("failed");
+    expect(after.steps[3]).toMatchObject({ status: "failed", attempts: 1 });
+    expect(after.outbox.map((e) => e.type)).toEqual(["workflow.completed"]);
+  });
+});
+
+describe("cancel", () => {
+  it("ends a run where it is: the current step cancelled, the rest skipped, the engine's claim taken away", () => {
+    const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
+    const write = cancel(run, T0 + 7);
+    const after = apply(run, write);
+    expect(after).toMatchObject({ status: "cancelled", rev: 1, due_at: T0 + 7, finished_at: iso(T0 + 7) });
+    expect(after.lease).toBeUndefined();
+    expect(after.steps.map((s) => s.status)).toEqual(["cancelled", "skipped", "skipped", "skipped"]);
+    expect(write.events.map((e) => [e.type, e.data.status])).toEqual([["workflow.completed", "cancelled"]]);
+  });
+
+  it("a waiting run can be cancelled too", () => {
+    expect(apply(waitingForApproval(), cancel(waitingForApproval(), T0)).status).toBe("cancelled");
+  });
+});
+
+describe("decisions that do not apply", () => {
+  const ended = (status: "succeeded" | "failed" | "cancelled"): RunDoc => ({ ...waitingForApproval(), status });
+  const running: RunDoc = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), status: "running" };
+  const refused = (f: () => unknown, message: string) => expect(f).toThrow(expect.objectContaining({ type: "invalid_state", message }));
+
+  it("an ended run cannot be cancelled", () => {
+    refused(() => cancel(ended("succeeded"), T0), "The run has ended (succeeded)");
+    refused(() => cancel(ended("failed"), T0), "The run has ended (failed)");
+    refused(() => cancel(ended("cancelled"), T0), "The run has ended (cancelled)");
+  });
+
+  it("only a run waiting at an approval step can be approved or rejected", () => {
+    refused(() => approve(ended("cancelled"), T0), "The run is not waiting for approval (cancelled)");
+    refused(() => reject(ended("succeeded"), T0), "The run is not waiting for approval (succeeded)");
+    refused(() => approve(running, T0), "The run is not waiting for approval (running)");
+    // Waiting, but at a delay step.
+    const delayed: RunDoc = { ...running, status: "waiting", cursor: 1 };
+    delayed.steps = delayed.steps.map((s, i) => (i === 1 ? { ...s, status: "waiting" } : s));
+    refused(() => reject(delayed, T0), "The run is not waiting for approval (waiting)");
+  });
+});
+
+describe("the engine's other writes", () => {
+  const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
+
+  it("a stopping engine hands the run back, due now", () => {
+    const write = handBack(run, at(T0 + 3));
+    expect(write).toMatchObject({ released: true, set: { due_at: T0 + 3, rev: 1 }, unset: { stalls: true, lease: true } });
+  });
+
+  it("advance, wait and fail answer the same writes the moves do", () => {
+    expect(advance(run, { output: 1 }, at(T0)).set).toMatchObject({ cursor: 1, status: "running" });
+    expect(wait(run, at(T0), T0 + 9).set.due_at).toBe(T0 + 9);
+    expect(fail(run, "no", at(T0)).set.status).toBe("failed");
+  });
+
+  it("a run with no step left succeeds", () => {
+    const past = { ...run, cursor: STEPS.length, status: "running" as const };
+    expect(apply(past, writeOf(nextMove(past, at(T0)))).status).toBe("succeeded");
+  });
+});
+
+describe("giving a run up after MAX_STALLS claims that stored nothing", () => {
+  it("a run stalled at an http step fails there, saying why", () => {
+    const run = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), stalls: MAX_STALLS + 1 };
+    const { write, dropped, why } = giveUp(run, at(T0));
+    expect(dropped).toEqual([]);
+    expect(why).toMatch(/^the run stopped: its progress could not be stored in 3 tries in a row/);
+    const after = apply(run, write);
+    expect(after).toMatchObject({ status: "failed", lease: "L1" });
+    expect(after.stalls).toBeUndefined();
+    expect(after.steps[0].error).toBe(why);
+  });
+
+  it("an event that could not be stored is dropped and the run fails at the step that emitted it", () => {
+    const lost = { id: "evt_lost", type: "order.done", data: {} };
+    const run: RunDoc = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), status: "succeeded", cursor: 4, outbox: [lost] };
+    run.steps = run.steps.map((s, i) => ({ ...s, status: "succeeded", output: i === 3 ? { event_id: "evt_lost" } : null }));
+    const { write, dropped, why } = giveUp(run, at(T0));
+    expect(dropped).toEqual([lost]);
+    expect(why).toBe("the event order.done (evt_lost) could not be stored in 3 tries in a row; given up");
+    const after = apply(run, write);
+    expect(after.status).toBe("failed");
+    expect(after.steps[3]).toMatchObject({ status: "failed", error: why });
+    expect(after.outbox.map((e) => e.type)).toEqual(["workflow.completed"]);
+  });
+
+  it("a run waiting for approval keeps its state; its unpublished event is dropped and it is parked", () => {
+    const requested = { id: "evt_r", type: "approval.requested", data: {} };
+    const run = { ...waitingForApproval(), lease: "L1", outbox: [requested] };
+    const { write, dropped, why } = giveUp(run, at(T0));
+    expect([dropped, why]).toEqual([[requested], null]);
+    const after = apply(run, write);
+    expect(after).toMatchObject({ status: "waiting", outbox: [] });
+    expect(after.due_at).toBeUndefined();
+  });
+});
+
+describe("finishing a run", () => {
+  const run = {
+    id: "run_1",
+    workflow_id: "wf_1",
+    cursor: 1,
+    outbox: [],
+    steps: [
+      { id: "a", status: "succeeded" },
+      { id: "b", status: "running", started_at: "t0" },
+      { id: "c", status: "pending" },
+    ],
+  } as unknown as RunDoc;
+
+  it("ends the current step as told, skips the rest and queues workflow.completed", () => {
+    const set = finish(run, "failed", "t1", "failed", "boom");
+    expect(set.status).toBe("failed");
+    expect(set.finished_at).toBe("t1");
+    expect(set.steps!.map((s) => s.status)).toEqual(["succeeded", "failed", "skipped"]);
+    expect(set.steps![1]).toMatchObject({ error: "boom", started_at: "t0", finished_at: "t1" });
+    expect(set.outbox).toEqual([
+      { id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: "run_1", status: "failed" } },
+    ]);
+  });
+});
+
+it("http retries back off exponentially up to a minute", () => {
+  expect([1, 2, 3, 4].map((n) => retryDelay(1000, n))).toEqual([1000, 2000, 4000, 8000]);
+  expect(retryDelay(1000, 20)).toBe(60_000);
+});
