@@ -11,6 +11,7 @@ import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries"
 import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
 import { openStore } from "../../shared/storage";
 import type { Collection, Store } from "../../shared/storage/types";
+import type { Target } from "../../services/webhooks/webhooks.logic";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
 /**
@@ -23,31 +24,29 @@ const DELAYS = [150, 300, 450, 600];
 const ORG = "org_dispatcher";
 const TENANT = { org_id: ORG, environment: "live" as const };
 
-/** A webhook as the stub `webhooks` service hands it to the dispatcher (see its `subscribers` and `target` actions). */
-interface StubWebhook {
-  id: string;
-  url: string;
-  events: string[];
-  status: "enabled" | "disabled";
-  secrets: string[];
-  consecutive_failures: number;
-}
-
 let dataDir: string;
 let broker: ServiceBroker;
 let store: Store;
 let receiver: Receiver;
 let deliveries: Collection<DeliveryDoc>;
 let events: Collection<EventDoc>;
-/** The stub's webhooks, by id; tests add theirs and flip their status. */
-const webhooks = new Map<string, StubWebhook>();
+/** The stub's webhooks (as `webhooks.subscribers` and `webhooks.target` answer them), by id; tests add theirs and flip their status. */
+const webhooks = new Map<string, Target>();
 /** What the dispatcher told the stub through `webhooks.recordOutcome`. */
 const outcomes: { id: string; ok: boolean }[] = [];
 
 const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
 
-function addWebhook(id: string, path: string, status: StubWebhook["status"] = "enabled"): StubWebhook {
-  const hook: StubWebhook = { id, url: receiver.url(path), events: ["*"], status, secrets: [newSecret()], consecutive_failures: 0 };
+function addWebhook(id: string, path: string, status: Target["status"] = "enabled"): Target {
+  const hook: Target = {
+    id,
+    ...TENANT,
+    url: receiver.url(path),
+    events: ["*"],
+    status,
+    secrets: [newSecret()],
+    consecutive_failures: 0,
+  };
   receiver.setSecret(path, hook.secrets);
   webhooks.set(id, hook);
   return hook;
@@ -81,14 +80,7 @@ beforeAll(async () => {
   });
   store = openStore(settings);
   broker = createBroker(settings, {}, store);
-  const hand = ({ id, url, events, status, secrets, consecutive_failures }: StubWebhook) => ({
-    id,
-    url,
-    events,
-    status,
-    secrets,
-    consecutive_failures,
-  });
+  const hand = (hook: Target) => ({ ...hook });
   broker.createService({
     name: "webhooks",
     actions: {
