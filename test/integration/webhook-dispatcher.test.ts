@@ -8,7 +8,7 @@ import { waitFor } from "../../tools/procs";
 import { createBroker } from "../../shared/broker";
 import { loadSettings } from "../../shared/config";
 import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
-import { eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
+import { eventDoc, eventsCollection, recordEvent, type EventDoc } from "../../shared/events";
 import { openStore } from "../../shared/storage";
 import type { Collection, Store } from "../../shared/storage/types";
 import type { Target } from "../../services/webhooks/webhooks.logic";
@@ -17,7 +17,7 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
 /**
  * The webhook dispatcher alone on a broker: its store on a temp DATA_DIR, the `webhooks` service it
  * calls stubbed at the broker, a real receiver on 127.0.0.1. Events are stored with the event log's
- * helper (which also emits the wake-up); what is checked is what the dispatcher is for: what the
+ * helper (which also emits the wake-up), or without a wake-up for the sweep; what is checked is what the dispatcher is for: what the
  * receiver gets, and the delivery log it leaves in the store.
  */
 const DELAYS = [150, 300, 450, 600];
@@ -200,6 +200,14 @@ describe("the webhook dispatcher on its own broker", () => {
       series_start: 1,
       attempts: [expect.objectContaining({ number: 1, status_code: 200 }), expect.objectContaining({ number: 2, status_code: 200 })],
     });
+  });
+
+  it("finds an event whose wake-up was lost with its sweep of the log", async () => {
+    const hook = addWebhook("wh_swept", "/swept");
+    // Stored without the wake-up (as when no dispatcher listened at the time).
+    const event = await events.insert(eventDoc({ ...TENANT, type: "order.lost", data: {}, source: "api" }, Date.now()));
+    await receiver.waitFor(() => receiver.byPath("/swept").some((r) => r.json?.id === event.id && r.verified), 10_000);
+    expect((await settledDelivery(hook.id, event.id)).status).toBe("succeeded");
   });
 
   it("forgets a deleted webhook's deliveries, and only that webhook's", async () => {
