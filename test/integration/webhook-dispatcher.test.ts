@@ -17,8 +17,8 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
 /**
  * The webhook dispatcher alone on a broker: its store on a temp DATA_DIR, the `webhooks` service it
  * calls stubbed at the broker, a real receiver on 127.0.0.1. Events are stored with the event log's
- * helper (which also emits the wake-up), or without a wake-up for the sweep; what is checked is what the dispatcher is for: what the
- * receiver gets, and the delivery log it leaves in the store.
+ * helper (which also emits the wake-up), or without a wake-up for the sweep to find; what is checked
+ * is what the dispatcher is for: what the receiver gets, and the delivery log it leaves in the store.
  */
 const DELAYS = [150, 300, 450, 600];
 const ORG = "org_dispatcher";
