@@ -1,4 +1,5 @@
 import AnalyticsService from "../../services/analytics/analytics.service";
+import { waitFor } from "../../tools/procs";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -91,7 +92,9 @@ describe("usage analytics", () => {
     const broker = suite.p.broker;
     await broker.destroyService(broker.getLocalService("analytics")!);
     for (let i = 0; i < 7; i++) expect((await call("GET", "/events", writer.key)).status).toBe(200);
-    await sleep(1500);
+    // The gateway's meter flushes every second: once a flush has failed, the counts wait in a kept batch.
+    const gateway = broker.getLocalService("gateway") as unknown as { meter: { backlog: number } };
+    await waitFor("a meter flush while the analytics service is away (a batch kept)", () => gateway.meter.backlog > 0, 5000);
     broker.createService(AnalyticsService);
     await broker.waitForServices(["analytics"]);
     const counted = await usage(reader.key, "group_by=key", (d) => sum(d.buckets, "key_id", writer.id) === 7);
@@ -232,7 +235,11 @@ describe("run and delivery outcomes", () => {
     for (let i = 0; i < 2; i++) await call("POST", `/workflows/${wf.id}/runs`, acme.live, {});
     await call("POST", `/workflows/${bad.id}/runs`, acme.live, {});
     const waiting = (await call("POST", `/workflows/${slow.id}/runs`, acme.live, {})).body.data;
-    await sleep(300);
+    await waitFor(
+      "the slow run waiting in its delay",
+      async () => (await call("GET", `/workflows/${slow.id}/runs/${waiting.id}`, acme.live)).body.data.status === "waiting",
+      5000,
+    );
     expect((await call("POST", `/workflows/${slow.id}/runs/${waiting.id}/cancel`, acme.live)).status).toBe(200);
     const deadline = Date.now() + 5000;
     let body: any;

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { Client } from "undici";
+import { waitFor } from "../../tools/procs";
 import { loadSettings } from "../../shared/config";
 import { createBroker } from "../../shared/broker";
 import { ApiError } from "../../shared/errors";
@@ -366,13 +367,15 @@ describe("stopping a gateway", () => {
     const p = await startPlatform({ RATE_LIMIT_MAX: "1000000" });
     const org = await p.createOrg("Acme");
     const { socket, received, closed } = await rawSocket(p.baseUrl);
+    const gateway = p.broker.getLocalService("gateway") as unknown as { received: number; stopping: boolean };
+    const read = gateway.received;
     const body = JSON.stringify({ type: "order.created", data: {} });
     socket.write(
       `POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.live}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor("the gateway to read the request's head", () => gateway.received > read, 3_000);
     const stopping = p.stop();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor("the gateway to be stopping", () => gateway.stopping, 3_000);
     socket.write(body.slice(5));
     await within(3_000, "the answer", closed);
     await within(3_000, "the gateway to stop", stopping);
@@ -398,15 +401,15 @@ describe("stopping a gateway", () => {
         } catch {
           failures += 1;
           if (failures > 50) return;
+          // A client's pause before it tries again, not a wait for a state.
           await new Promise((r) => setTimeout(r, 10));
         }
       }
     };
     const loops = [loop(), loop()];
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor("the two loops answered", () => seen.length > 10, 5_000);
       const before = seen.length;
-      expect(before).toBeGreaterThan(10);
       const started = Date.now();
       await within(5_000, "the gateway to stop", p.stop());
       const stopMs = Date.now() - started;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../../tools/procs";
 import { api, expectError, startPlatform, usePlatform, type Platform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -53,7 +54,21 @@ describe("a chain of event-started runs", () => {
       if (settled) break;
       await sleep(100);
     }
-    await sleep(1500);
+    // Then nothing more starts: once every run has ended, an event stored after the chain's last
+    // ones starts its own run only after the trigger went through those.
+    const runsOf = async (wf: string) => (await call("GET", `/workflows/${wf}/runs?per_page=100`, live)).body.data;
+    await waitFor("every run of the chain ended", async () =>
+      [...(await runsOf(a.id)), ...(await runsOf(b.id))].every((r: any) => ["succeeded", "failed", "cancelled"].includes(r.status)),
+    );
+    const witness = (
+      await call("POST", "/workflows", live, {
+        name: "W",
+        trigger: { type: "event", event_type: "fan.witness" },
+        steps: [{ type: "delay", duration_ms: 1 }],
+      })
+    ).body.data;
+    await call("POST", "/events", live, { type: "fan.witness" });
+    await waitFor("the witness run", async () => (await runsOf(witness.id)).length === 1);
     expect(await total()).toBe(100);
     const limited = (await call("GET", "/events?type=workflow.chain_limited", live)).body;
     expect(limited.meta.total).toBe(1);
@@ -116,7 +131,8 @@ describe("quotas per organization", () => {
     const wfTest = (
       await call("POST", "/workflows", test, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })
     ).body.data;
-    // All six within one minute of the clock.
+    // All six within one minute of the clock: the quota counts per clock minute, so this waits out
+    // a minute about to end (nothing to await but the clock).
     if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
     for (let i = 0; i < 5; i += 1) expect((await call("POST", `/workflows/${wf.id}/runs`, live, {})).status).toBe(201);
     const refused = await call("POST", `/workflows/${wf.id}/runs`, live, {});

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { waitFor } from "../../tools/procs";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -44,7 +45,6 @@ beforeEach(() => {
 });
 
 const call = (method: string, path: string, body?: unknown, key = suite.acme.live) => api(suite.p.baseUrl, method, path, { key, body });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function workflow(body: Record<string, unknown>, key = suite.acme.live) {
   const res = await call("POST", "/workflows", { name: "wf", trigger: { type: "manual" }, ...body }, key);
@@ -58,20 +58,26 @@ async function start(wfId: string, input?: unknown, key = suite.acme.live) {
   return res.body.data as { id: string; status: string };
 }
 
-/** Polls the run until `check` holds. */
+/** Polls the run (every 25 ms) until `check` holds; answers it, or fails with its last state. */
 async function until(wfId: string, runId: string, check: (run: any) => boolean, timeoutMs = 8000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const run = (await call("GET", `/workflows/${wfId}/runs/${runId}`)).body.data;
     if (check(run)) return run;
-    if (Date.now() > deadline) throw new Error(`run is ${JSON.stringify(run)}`);
-    await sleep(25);
+    if (Date.now() > deadline)
+      throw new Error(`run ${runId} not in the state awaited within ${timeoutMs} ms; it is ${JSON.stringify(run)}`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 const ended = (wfId: string, runId: string, timeoutMs?: number) =>
   until(wfId, runId, (r) => ["succeeded", "failed", "cancelled"].includes(r.status), timeoutMs);
 const completions = async (runId: string) =>
   (await call("GET", "/events?type=workflow.completed&per_page=100")).body.data.filter((e: any) => e.data.run_id === runId);
+/** The statuses of a run's `workflow.completed` events, once there is one (published from the run's outbox after it ends). */
+async function completed(runId: string): Promise<string[]> {
+  await waitFor(`run ${runId}'s workflow.completed event`, async () => (await completions(runId)).length > 0);
+  return (await completions(runId)).map((e: any) => e.data.status);
+}
 
 describe("runs end to end", () => {
   it("an event starts a run: http step, approval (announced by webhook), approved over the API, emit, succeeded", async () => {
@@ -162,8 +168,7 @@ describe("runs end to end", () => {
     });
     expect(done.steps[1].status).toBe("skipped");
     expect(target.got).toHaveLength(3);
-    await sleep(100);
-    expect((await completions(run.id)).map((e: any) => e.data.status)).toEqual(["failed"]);
+    expect(await completed(run.id)).toEqual(["failed"]);
     expect((await call("GET", "/events?type=never.sent")).body.meta.total).toBe(0);
   });
 
@@ -185,13 +190,16 @@ describe("runs end to end", () => {
     });
     const run = await start(wf.id);
     expect(run.status).toBe("queued");
+    // A second run, started after it and not cancelled: once its http step has been sent, the
+    // cancelled run's delay has run out too, and its http step would have been sent before.
+    const witness = await start(wf.id);
     await until(wf.id, run.id, (r) => r.status === "waiting");
     const cancelled = await call("POST", `/workflows/${wf.id}/runs/${run.id}/cancel`);
     expect(cancelled.status).toBe(200);
     expect(cancelled.body.data.status).toBe("cancelled");
     expect(cancelled.body.data.steps.map((s: any) => s.status)).toEqual(["cancelled", "skipped"]);
-    await sleep(1800);
-    expect(target.got).toHaveLength(0);
+    expect((await ended(wf.id, witness.id)).status).toBe("succeeded");
+    expect(target.got).toHaveLength(1);
     expect((await call("GET", `/workflows/${wf.id}/runs/${run.id}`)).body.data.status).toBe("cancelled");
     expect((await completions(run.id)).map((e: any) => e.data.status)).toEqual(["cancelled"]);
     expectError(await call("POST", `/workflows/${wf.id}/runs/${run.id}/cancel`), 409, "invalid_state", "run_id");
@@ -233,14 +241,18 @@ describe("runs end to end", () => {
     await until(busy.id, other.id, (r) => r.status === "waiting");
     expectError(await call("POST", `/workflows/${busy.id}/runs/${other.id}/approve`), 409, "invalid_state", "run_id");
     await call("POST", `/workflows/${busy.id}/runs/${other.id}/cancel`);
-    await sleep(50);
-    expect((await completions(run.id)).map((e: any) => e.data.status)).toEqual(["failed"]);
+    expect(await completed(run.id)).toEqual(["failed"]);
   });
 
   it("an event a run emits does not start the same workflow again", async () => {
     const wf = await workflow({ trigger: { type: "event", event_type: "ping.pong" }, steps: [{ type: "emit", event_type: "ping.pong" }] });
+    // Another workflow on the same type: its second run shows the run's event went through the trigger.
+    const witness = await workflow({ trigger: { type: "event", event_type: "ping.pong" }, steps: [{ type: "delay", duration_ms: 1 }] });
     await call("POST", "/events", { type: "ping.pong" });
-    await sleep(600);
+    await waitFor(
+      "the witness workflow started by the API's event and by the run's",
+      async () => (await call("GET", `/workflows/${witness.id}/runs`)).body.meta.total === 2,
+    );
     const runs = (await call("GET", `/workflows/${wf.id}/runs`)).body;
     expect(runs.meta.total).toBe(1);
     expect(runs.data[0].status).toBe("succeeded");
@@ -252,9 +264,19 @@ describe("runs end to end", () => {
     await call("POST", "/events", { type: "ping.a" });
     const total = async () =>
       (await call("GET", `/workflows/${a.id}/runs`)).body.meta.total + (await call("GET", `/workflows/${b.id}/runs`)).body.meta.total;
-    const deadline = Date.now() + 8000;
-    while ((await total()) < 10 && Date.now() < deadline) await sleep(50);
-    await sleep(800);
+    await waitFor("10 event-started runs", async () => (await total()) >= 10, 8000);
+    const all = async () => [
+      ...(await call("GET", `/workflows/${a.id}/runs?per_page=100`)).body.data,
+      ...(await call("GET", `/workflows/${b.id}/runs?per_page=100`)).body.data,
+    ];
+    await waitFor("every run of the chain ended (and stored the event it emits)", async () =>
+      (await all()).every((r: any) => r.status === "succeeded"),
+    );
+    // An event stored after the chain's last one: once its run has started, the trigger has been
+    // through the chain's last event, which started nothing.
+    const witness = await workflow({ trigger: { type: "event", event_type: "chain.witness" }, steps: [{ type: "delay", duration_ms: 1 }] });
+    await call("POST", "/events", { type: "chain.witness" });
+    await waitFor("the witness run", async () => (await call("GET", `/workflows/${witness.id}/runs`)).body.meta.total === 1);
     expect(await total()).toBe(10);
     expect((await call("GET", `/workflows/${a.id}/runs`)).body.meta.total).toBe(5);
   });

@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { request } from "undici";
+import { waitFor } from "../../tools/procs";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -379,8 +380,11 @@ describe("in the browser", () => {
   });
 
   it("charts the organization's requests, errors, routes and success rates", async () => {
-    // The gateway sends its meter every second: wait until the last requests are counted.
-    await new Promise((r) => setTimeout(r, 1500));
+    // The gateway sends its meter every second: wait until the routes the page shows are counted.
+    await waitFor("the dashboard's requests counted in usage", async () => {
+      const routes = new Set((await call("GET", "/analytics/usage?group_by=route")).body.data.buckets.map((b: any) => b.route));
+      return routes.has("POST /events") && routes.has("GET /webhooks/{id}/deliveries");
+    });
     await page.getByRole("link", { name: "Usage" }).click();
     await page.getByRole("img", { name: /Requests per hour: \d+ requests/ }).waitFor();
     await page.locator(".chart canvas").waitFor();

@@ -2,6 +2,7 @@ import { api, expectError } from "../helpers/platform";
 import {
   clusterLogLevel,
   freePort,
+  metric,
   runCli,
   saveClusterLogs,
   startNats,
@@ -28,6 +29,8 @@ let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
 let g1: string;
 let g2: string;
+/** gw2's Prometheus metrics: its calls in flight. */
+let gw2Metrics: string;
 let orgsNode: NodeProc;
 let admin: string;
 let orgId: string;
@@ -43,12 +46,13 @@ beforeAll(async () => {
     RATE_LIMIT_MAX: "100",
     RATE_LIMIT_WINDOW_MS: "3600000",
   };
-  const [p1, p2] = [await freePort(), await freePort()];
+  const [p1, p2, m2] = [await freePort(), await freePort(), await freePort()];
   nodes.push(startNode("core", { ...common, SERVICES: "keys,auth" }));
   orgsNode = startNode("orgs", { ...common, SERVICES: "orgs" });
   nodes.push(orgsNode);
   nodes.push(startNode("gw1", { ...common, SERVICES: "gateway", PORT: String(p1) }));
-  nodes.push(startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2) }));
+  nodes.push(startNode("gw2", { ...common, SERVICES: "gateway", PORT: String(p2), METRICS_PORT: String(m2) }));
+  gw2Metrics = `http://127.0.0.1:${m2}/metrics`;
   g1 = `http://127.0.0.1:${p1}/v1`;
   g2 = `http://127.0.0.1:${p2}/v1`;
   // The bootstrap CLI opens the same database file as the running nodes.
@@ -101,7 +105,11 @@ describe("the core over NATS", () => {
     orgsNode.child.kill("SIGSTOP");
     try {
       const inFlight = api(g2, "GET", `/orgs/${orgId}`, { key: made.key });
-      await new Promise((r) => setTimeout(r, 300));
+      await waitFor(
+        "gw2's call to the frozen orgs node in flight",
+        async () => (await metric(gw2Metrics, "moleculer_request_active", { service: "orgs" })) > 0,
+        10_000,
+      );
       const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
       expect(revoked.status).toBe(200);
       orgsNode.child.kill("SIGCONT");

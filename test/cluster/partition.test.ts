@@ -151,7 +151,13 @@ describe("a gateway cut off from NATS", () => {
     expect((await api(cutOff, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
     proxy.cut();
     const revoking = api(other, "DELETE", `/api-keys/${made.id}`, { key: admin });
-    await new Promise((r) => setTimeout(r, 300));
+    // Restored once the revocation is stored: its invalidation then goes out while the gateway is
+    // cut off (the DELETE answers when every gateway confirmed or could not be reached).
+    await waitFor(
+      "the revocation stored",
+      async () => (await api(other, "GET", `/api-keys/${made.id}`, { key: admin })).body.data?.status === "revoked",
+      10_000,
+    );
     proxy.restore();
     expect((await revoking).status).toBe(200);
     await waitFor("the cut-off gateway to be ready again", async () => (await ready(cutOff)) === 200, 30_000);

@@ -93,12 +93,16 @@ it("a gateway stopped with SIGTERM under load answers every request it accepted;
     }
   };
   const load = Promise.all(Array.from({ length: 16 }, (_, n) => worker(n)));
-  await new Promise((r) => setTimeout(r, 1500));
+  const accepted = (g: number) => outcomes.filter((o) => o.gateway === g && o.result === "201").length;
+  // The signal comes while both gateways are busy.
+  await waitFor("50 runs accepted by each gateway", () => accepted(0) >= 50 && accepted(1) >= 50, 30_000);
   const signalled = Date.now();
   process.kill(gateways[0].pid, "SIGTERM");
   await waitFor("gateway-1 to exit", () => !alive(gateways[0].pid), 30_000);
   const stoppedIn = Date.now() - signalled;
-  await new Promise((r) => setTimeout(r, 1500));
+  // The load goes on against the other gateway after the stop.
+  const acceptedAtExit = accepted(1);
+  await waitFor("50 more runs accepted by gateway-2 after gateway-1 exited", () => accepted(1) >= acceptedAtExit + 50, 30_000);
   stop = true;
   await load;
   await agent.close();

@@ -9,6 +9,7 @@ import {
   waitFor,
   saveClusterLogs,
   waitForGateway,
+  waitForNodes,
   type NatsServer,
   type NodeProc,
 } from "../helpers/cluster";
@@ -25,6 +26,8 @@ let dir: { path: string; remove(): void };
 let rx: Receiver;
 const nodes: NodeProc[] = [];
 let gw: string;
+/** The API node's Prometheus metrics: its registry says which dispatchers its wake-ups reach. */
+let metrics: string;
 let admin: string;
 let common: Record<string, string>;
 
@@ -46,8 +49,16 @@ beforeAll(async () => {
     WEBHOOK_RETRY_DELAYS_MS: "100,100,100,100",
     RATE_LIMIT_MAX: "100000",
   };
-  const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
+  const [port, metricsPort] = [await freePort(), await freePort()];
+  nodes.push(
+    startNode("api", {
+      ...common,
+      SERVICES: "gateway,auth,keys,orgs,events,webhooks",
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+    }),
+  );
+  metrics = `http://127.0.0.1:${metricsPort}/metrics`;
   gw = `http://127.0.0.1:${port}/v1`;
   await waitFor("the bootstrap CLI", async () => {
     admin = runCli(["orgs", "create", "--name", "Hooks Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
@@ -92,7 +103,7 @@ describe("webhook delivery over NATS", () => {
   it("delivers events stored while no dispatcher runs once one starts", async () => {
     await hook("/offline", ["offline.test"]);
     const ids = await burst("offline.test", 20);
-    await new Promise((r) => setTimeout(r, 800));
+    // Stored, and nobody to send them: the API node runs no dispatcher.
     expect(rx.byPath("/offline")).toHaveLength(0);
     dispatcher("d1");
     await rx.waitFor(() => new Set(rx.byPath("/offline").map((r) => r.json.id)).size === 20, 30_000);
@@ -102,8 +113,8 @@ describe("webhook delivery over NATS", () => {
 
   it("loses nothing when a dispatcher is SIGKILLed mid-burst, and only its unfinished attempts repeat", async () => {
     const d2 = dispatcher("d2");
-    // Time for d2 to join, so wake-ups are shared between the two.
-    await new Promise((r) => setTimeout(r, 2000));
+    // d2 joined, so wake-ups are shared between the two.
+    await waitForNodes(metrics, "webhook-dispatcher", 2);
     const wh = await hook("/burst", ["burst.test"]);
     // Slow enough that both dispatchers hold attempts in flight when one dies.
     rx.behave("/burst", () => ({ status: 200, delayMs: 25 }));

@@ -11,6 +11,7 @@ import {
   waitFor,
   saveClusterLogs,
   waitForGateway,
+  waitForNodes,
   type NatsServer,
   type NodeProc,
 } from "../helpers/cluster";
@@ -157,8 +158,10 @@ describe("durable runs over NATS", () => {
     const live = nodes.filter((n) => n.name !== "api" && n.child.exitCode === null && n.child.signalCode === null);
     // The kill test above took one node down: start another so two share the work again.
     if (live.length < 2) {
-      nodes.push(startNode("w3", { ...common, SERVICES: "workflows" }));
-      await new Promise((r) => setTimeout(r, 2500));
+      const metricsPort = await freePort();
+      nodes.push(startNode("w3", { ...common, SERVICES: "workflows", METRICS_PORT: String(metricsPort) }));
+      // Started, and it knows the other workflows node (a new node learns only of live ones).
+      await waitForNodes(`http://127.0.0.1:${metricsPort}/metrics`, "workflows", 2);
     }
     const wf = await createWorkflow([
       { id: "drain", type: "http", url: url("/drain"), timeout_ms: 5000 },

@@ -11,6 +11,33 @@ export async function waitForGateway(baseUrl: string, key: string): Promise<void
   await waitFor(`${baseUrl} to serve`, async () => (await api(baseUrl, "GET", "/api-keys?per_page=1", { key })).status === 200);
 }
 
+/**
+ * A gauge from a node's Prometheus metrics (the node runs with METRICS_PORT), summed over the series
+ * whose labels include `labels`: e.g. how many nodes its registry lists for a service
+ * (`moleculer_registry_service_endpoints_total`, `{ service }`), or its calls in flight
+ * (`moleculer_request_active`).
+ */
+export async function metric(metricsUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const has = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v]));
+    if (Object.entries(labels).every(([k, v]) => has[k] === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** Until the node serving `metricsUrl` lists `count` nodes running `service` (so it balances calls and events over them). */
+export async function waitForNodes(metricsUrl: string, service: string, count: number, timeoutMs = 30_000): Promise<void> {
+  await waitFor(
+    `${metricsUrl} to list ${count} nodes running ${service}`,
+    async () => (await metric(metricsUrl, "moleculer_registry_service_endpoints_total", { service })) >= count,
+    timeoutMs,
+  );
+}
+
 export function tempDir(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), "wfp-c-"));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };

@@ -56,3 +56,25 @@ export const anyJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie
     fc.dictionary(anyKey, tie("value"), { maxKeys: 5, noNullPrototype: true }),
   ),
 })).value;
+/** The odd keys, and the ones the cluster serializer escapes (`__proto__` with underscores). */
+const SERIALIZER_KEYS = [...SPECIAL_KEYS, "__proto_", "__proto___"];
+/** Any JSON value with odd keys (well-formed strings, any finite double), for the JSON limits and the cluster's serializer. */
+export const jsonWithOddKeys: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+  json: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.constant(null),
+    fc.boolean(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)),
+    fc.string({ unit: "grapheme" }),
+    fc.array(tie("json"), { maxLength: 4 }),
+    fc.dictionary(
+      fc.oneof(
+        fc.constantFrom(...SERIALIZER_KEYS),
+        fc.string({ unit: "grapheme", maxLength: 6 }),
+        fc.string({ unit: "binary", maxLength: 4 }).filter((s) => s.isWellFormed()),
+      ),
+      tie("json"),
+      { maxKeys: 4 },
+    ),
+  ),
+})).json;

@@ -6,9 +6,11 @@ import type { ServiceBroker } from "moleculer";
 import { createBroker } from "../../shared/broker";
 import { loadSettings } from "../../shared/config";
 import { eventDoc, EVENTS, type EventDoc } from "../../shared/events";
+import { RUN_OUTCOMES, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
 import { MAX_COUNTED } from "../../shared/pagination";
 import { DATABASE_FILE, SqliteStore } from "../../shared/storage/sqlite";
 import { openCollection, type Collection, type Doc, type IndexSpec, type Scope, type Store } from "../../shared/storage/types";
+import { waitFor } from "../../tools/procs";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -187,7 +189,15 @@ async function growTo(total: number): Promise<void> {
     await sleep(100);
   }
   // The outcome counters are written at the end of the turn that counted them.
-  await sleep(200);
+  const settled = await deliveries.count(tenant, {});
+  await waitFor("the outcome counters to hold every settled delivery and ended run", async () => {
+    const hooks = await openCollection(inner, WEBHOOK_OUTCOMES).find(tenant, { period: "hour" });
+    const runRows = await openCollection(inner, RUN_OUTCOMES).find(tenant, { period: "hour", workflow_id: wf.id });
+    return (
+      hooks.reduce((n, r) => n + (r.succeeded ?? 0) + (r.failed ?? 0), 0) === settled &&
+      runRows.reduce((n, r) => n + (r.succeeded ?? 0), 0) === total
+    );
+  });
 }
 
 /** The lists and analytics a client reads, as paths. */

@@ -225,6 +225,7 @@ describe("run engine on a failing store", () => {
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     e.wake(run.id); // rejected by the store: must not become an unhandled rejection
+    // A fixed window: how many claims the engine tries within it is what is measured.
     await new Promise((r) => setTimeout(r, 3200));
     // Polls back off (1 s, 2 s, …) instead of writing every 500 ms: the wake-up and at most 3 polls in 3.2 s.
     const failedClaims = calls.filter((c) => c === "update").length;

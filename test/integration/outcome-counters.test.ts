@@ -8,6 +8,7 @@ import type { DeliveryDoc } from "../../shared/deliveries";
 import { RUN_OUTCOMES, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
 import { SqliteStore } from "../../shared/storage/sqlite";
 import { openCollection, type Doc } from "../../shared/storage/types";
+import { waitFor } from "../../tools/procs";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -91,7 +92,16 @@ it("counts every attempt, settlement and run once across two nodes writing the s
     if (Date.now() > deadline) throw new Error(`not settled: ${made} made, ${pending} pending, ${ended} runs ended`);
     await sleep(100);
   }
-  await sleep(300);
+  // The outcome counters are written at the end of the turn that counted them.
+  await waitFor("the outcome counters to hold every settled delivery and ended run", async () => {
+    for (const period of ["hour", "day"] as const) {
+      const rows = await openCollection(stores[1], WEBHOOK_OUTCOMES).find(tenant, { period, webhook_id: hook.id });
+      const runRows = await openCollection(stores[1], RUN_OUTCOMES).find(tenant, { period, workflow_id: wf.id });
+      if (rows.reduce((n, r) => n + (r.succeeded ?? 0) + (r.failed ?? 0), 0) !== total) return false;
+      if (runRows.reduce((n, r) => n + (r.succeeded ?? 0), 0) !== total) return false;
+    }
+    return true;
+  });
 
   const log = await deliveries.find(tenant, { webhook_id: hook.id });
   const attempts = log.flatMap((d) => d.attempts).filter((t) => !t.error?.startsWith("not sent"));

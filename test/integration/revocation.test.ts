@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { createBroker } from "../../shared/broker";
 import { loadSettings } from "../../shared/config";
-import { startNats, tempDir, type NatsServer } from "../helpers/cluster";
+import { startNats, tempDir, waitFor, type NatsServer } from "../helpers/cluster";
 import { api, expectError } from "../helpers/platform";
 
 /**
@@ -119,7 +119,9 @@ describe("revocation while the core has lost sight of a live gateway", () => {
     // One lookup on gw2: one of the two auth nodes answers it; both must learn that gw2 may cache.
     const made = (await api(g1, "POST", "/api-keys", { key: admin, body: { name: "k1", scopes: ["api-keys:read"] } })).body.data;
     expect((await api(g2, "GET", "/api-keys?per_page=1", { key: made.key })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100));
+    const resolversOf = (broker: ServiceBroker) =>
+      (broker.getLocalService("auth") as unknown as { resolvers: Map<string, number> }).resolvers;
+    await waitFor("both auth nodes told that gw2 resolved a key", () => [core, auth2].every((b) => resolversOf(b).has("gw2")), 5000);
     for (const broker of [core, auth2]) neverListed(broker, "gw2");
     // Each auth node in turn, as keys.revoke may reach either: each finds gw2 and has it confirm.
     for (const nodeID of ["core", "auth2"]) {

@@ -1,7 +1,7 @@
 import { ServiceBroker, type Context } from "moleculer";
 import { MsgpackrSerializer } from "../../shared/serializer";
 import { BatchingNatsTransporter } from "../../shared/transporter";
-import { startNats, type NatsServer } from "../helpers/cluster";
+import { startNats, waitFor, type NatsServer } from "../helpers/cluster";
 
 /**
  * The batching NATS transporter between two brokers over a real nats-server: packets held for the
@@ -121,6 +121,9 @@ it("logs a packet its closed connection cannot take instead of ending the proces
   // and the connection closes before then.
   void transit.discoverNodes().catch(() => undefined);
   await transit.tx.client.close();
-  await new Promise((r) => setTimeout(r, 50));
-  expect(warnings.some((w) => w.includes("NATS publish to") && w.includes("DISCOVER") && w.includes("CONNECTION_CLOSED"))).toBe(true);
+  await waitFor(
+    "the DISCOVER the closed connection refused, logged as a warning",
+    () => warnings.some((w) => w.includes("NATS publish to") && w.includes("DISCOVER") && w.includes("CONNECTION_CLOSED")),
+    5000,
+  );
 });

@@ -25,19 +25,6 @@ const compose = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { 
 };
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
 
-describe("settings", () => {
-  it("SETTING_NAMES is exactly what loadSettings reads", () => {
-    const read = new Set<string>();
-    loadSettings(new Proxy({}, { get: (_t, name) => (read.add(String(name)), undefined) }));
-    expect([...read].sort()).toEqual([...SETTING_NAMES].sort());
-  });
-
-  it("the README's configuration table lists every setting", () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    for (const name of SETTING_NAMES) expect({ name, listed: readme.includes(`| \`${name}\` |`) }).toEqual({ name, listed: true });
-  });
-});
-
 describe("docker-compose.yml", () => {
   const platform = Object.entries(compose.services).filter(([name]) => name !== "nats" && name !== "mongo");
 

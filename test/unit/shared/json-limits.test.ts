@@ -7,11 +7,8 @@ import {
   nestsDeeperThan,
   parseJsonWithinLimits,
   scanJson,
-} from "../../shared/json-limits";
-import { MsgpackrSerializer } from "../../shared/serializer";
-import { eventDataFault } from "../../services/workflows/runs.logic";
-import { render, type TemplateScope } from "../../services/workflows/templates";
-import { SPECIAL_KEYS as ODD_KEYS } from "../helpers/odd-json";
+} from "../../../shared/json-limits";
+import { jsonWithOddKeys as value } from "../../helpers/odd-json";
 
 /** Levels of objects and arrays, the value itself being level 1 (scalars: 0). Recursive: test values are small. */
 const depthOf = (v: unknown): number =>
@@ -21,25 +18,6 @@ const depthOf = (v: unknown): number =>
 const nestObjects = (levels: number, key = "a", inner = "1") =>
   `{"${key}":`.repeat(levels - 1) + `{"${key}":${inner}}` + "}".repeat(levels - 1);
 const nestArrays = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
-
-/** The odd keys every suite uses, and the ones the cluster serializer escapes (`__proto__` with underscores). */
-const SPECIAL_KEYS = [...ODD_KEYS, "__proto_", "__proto___"];
-const key = fc.oneof(
-  fc.constantFrom(...SPECIAL_KEYS),
-  fc.string({ unit: "grapheme", maxLength: 6 }),
-  fc.string({ unit: "binary", maxLength: 4 }).filter((s) => s.isWellFormed()),
-);
-const value = fc.letrec((tie) => ({
-  json: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    fc.constant(null),
-    fc.boolean(),
-    fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)),
-    fc.string({ unit: "grapheme" }),
-    fc.array(tie("json"), { maxLength: 4 }),
-    fc.dictionary(key, tie("json"), { maxKeys: 4 }),
-  ),
-})).json;
 
 describe("formatPath", () => {
   it("writes paths as the API names parameters", () => {
@@ -211,53 +189,5 @@ describe("well-formed text", () => {
     expect(findJsonFault({ a: [{ b: "\udfff" }] })).toEqual({ kind: "not_well_formed", path: ["a", 0, "b"] });
     expect(findJsonFault(JSON.parse(nestArrays(31)), { level: 2 })).toBeNull();
     expect(findJsonFault(JSON.parse(nestArrays(32)), { level: 2 })).toEqual({ kind: "too_deep", path: Array(31).fill(0) });
-  });
-});
-
-describe("workflow templates and event data", () => {
-  const deep = JSON.parse(nestObjects(MAX_JSON_DEPTH, "k", '"bottom"'));
-  const scope: TemplateScope = {
-    input: JSON.parse('{"a.b":1,"__proto__":2,"list":[1,2]}'),
-    steps: { s: { output: { status_code: 200, body: deep } } },
-  };
-
-  it("reach deep values by path, and only the values' own members", () => {
-    const path = Array(MAX_JSON_DEPTH).fill("k").join(".");
-    expect(render(`{{steps.s.output.body.${path}}}`, scope)).toBe("bottom");
-    expect(render(`{{steps.s.output.body.${path}.x.y.z}}`, scope)).toBeNull();
-    expect(render("{{input.__proto__}}", scope)).toBe(2);
-    expect(render("{{input.constructor}}", scope)).toBeNull();
-    expect(render("x{{input.toString}}y{{input.list.length}}", scope)).toBe("xy2");
-    expect(typeof render("{{steps.s.output}}", scope)).toBe("object");
-    expect((render("text {{steps.s.output.body}}", scope) as string).length).toBeGreaterThan(MAX_JSON_DEPTH * 6);
-  });
-
-  it("keep event data within what POST /events takes", () => {
-    expect(eventDataFault(render({ copy: "{{input}}" }, scope))).toBeNull();
-    expect(eventDataFault(render({ answer: "{{steps.s.output.body}}" }, scope))).toMatch(
-      /^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.answer(\.k)+\)$/,
-    );
-  });
-});
-
-describe("the cluster's serializer", () => {
-  const serializer = new MsgpackrSerializer();
-  const roundTrip = (v: unknown) => serializer.deserialize(serializer.serialize({ params: { data: v } })).params.data;
-
-  it("carries every key as it is, __proto__ included", () => {
-    const data = JSON.parse('{"__proto__":{"__proto__":[{"__proto_":1,"__proto___":2}]},"constructor":3,"a.b":4,"$x":5,"":6}');
-    const back = roundTrip(data);
-    expect(JSON.stringify(back)).toBe(JSON.stringify(data));
-    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
-    expect(Object.keys(back)).toEqual(["__proto__", "constructor", "a.b", "$x", ""]);
-  });
-
-  it("round-trips any JSON value with odd keys", () => {
-    fc.assert(
-      fc.property(value, (v) => {
-        expect(JSON.stringify(roundTrip(v))).toBe(JSON.stringify(v));
-      }),
-      { numRuns: 300 },
-    );
   });
 });

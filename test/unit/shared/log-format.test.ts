@@ -1,4 +1,4 @@
-import { jsonLines } from "../../shared/log-format";
+import { jsonLines } from "../../../shared/log-format";
 
 describe("log lines", () => {
   it("are one JSON object each: fields of plain objects become fields, words the message", () => {

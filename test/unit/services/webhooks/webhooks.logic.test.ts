@@ -1,0 +1,22 @@
+import { checkSubscription, targetOf, type WebhookDoc } from "../../../../services/webhooks/webhooks.logic";
+
+describe("webhook subscriptions", () => {
+  it("takes '*' alone, custom names, and known system types", () => {
+    expect(checkSubscription(["*"])).toEqual(["*"]);
+    expect(checkSubscription(["order.created", "api_key.revoked", "order.created"])).toEqual(["order.created", "api_key.revoked"]);
+    expect(() => checkSubscription(["*", "a.b"])).toThrow(/cannot be combined/);
+    expect(() => checkSubscription(["workflow.started"])).toThrow(/Unknown event type/);
+    expect(() => checkSubscription(["ORDER"])).toThrow(/not an event type/);
+  });
+
+  it("signs with the current secret first and drops rotated secrets once expired", () => {
+    const doc = {
+      secret: "whsec_new",
+      previous_secrets: [
+        { secret: "whsec_recent", expires_at: "2026-11-23T00:00:00.000Z" },
+        { secret: "whsec_old", expires_at: "2026-11-21T00:00:00.000Z" },
+      ],
+    } as unknown as WebhookDoc;
+    expect(targetOf(doc, Date.parse("2026-11-22T12:00:00.000Z")).secrets).toEqual(["whsec_new", "whsec_recent"]);
+  });
+});

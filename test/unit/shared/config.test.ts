@@ -1,0 +1,34 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadSettings, SETTING_NAMES } from "../../../shared/config";
+
+const root = join(__dirname, "../../..");
+
+describe("loadSettings", () => {
+  it("has the contract's defaults", () => {
+    const s = loadSettings({});
+    expect(s).toMatchObject({ port: 3000, transporter: undefined, mongoUrl: undefined, dataDir: "./data", webhookTimeoutMs: 10000 });
+    expect(s.webhookRetryDelaysMs).toEqual([90000, 360000, 1440000, 5760000]);
+    expect(s.services).toContain("gateway");
+  });
+  it("names the setting that is wrong", () => {
+    expect(() => loadSettings({ PORT: "http" })).toThrow(/PORT/);
+    expect(() => loadSettings({ SERVICES: "gateway,nope" })).toThrow(/SERVICES.*nope/);
+    expect(() => loadSettings({ TRANSPORTER: "redis://x" })).toThrow(/TRANSPORTER/);
+    expect(() => loadSettings({ WEBHOOK_RETRY_DELAYS_MS: "1,2" })).toThrow(/WEBHOOK_RETRY_DELAYS_MS/);
+    expect(() => loadSettings({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "yes" })).toThrow(/WEBHOOK_ALLOW_PRIVATE_TARGETS/);
+  });
+});
+
+describe("settings", () => {
+  it("SETTING_NAMES is exactly what loadSettings reads", () => {
+    const read = new Set<string>();
+    loadSettings(new Proxy({}, { get: (_t, name) => (read.add(String(name)), undefined) }));
+    expect([...read].sort()).toEqual([...SETTING_NAMES].sort());
+  });
+
+  it("the README's configuration table lists every setting", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    for (const name of SETTING_NAMES) expect({ name, listed: readme.includes(`| \`${name}\` |`) }).toEqual({ name, listed: true });
+  });
+});
