@@ -14,6 +14,7 @@ import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../sha
 import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
+import { RateShare } from "./rates";
 import { Sender } from "./sender";
 
 /** A webhook as the webhooks service hands it out (see its `subscribers` action). */
@@ -24,6 +25,7 @@ interface Target {
   status: "enabled" | "disabled";
   secrets: string[];
   consecutive_failures: number;
+  rate_limit: number | null;
 }
 
 /** One attempt to make: the claimed delivery, and what is already known of its event and webhook. */
@@ -51,6 +53,8 @@ interface DispatcherVars {
   events: Collection<EventDoc>;
   sender: Sender;
   lanes: Lanes<Job>;
+  /** A webhook's rate_limit as this node's share. */
+  rates: RateShare;
   timeoutMs: number;
   delays: number[];
   consumer: EventConsumer;
@@ -142,6 +146,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       params: forgetParams,
       async handler(ctx: Context<ForgetParams>): Promise<number> {
         const tenant = { org_id: ctx.params.org_id };
+        this.sender.drop(ctx.params.webhook_id);
         const removed = await this.deliveries.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         await this.outcomes.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         return removed;
@@ -161,7 +166,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
 
   methods: {
     leaseMs() {
-      return this.timeoutMs + LEASE_MARGIN_MS;
+      return this.sender.longestAttemptMs + LEASE_MARGIN_MS;
     },
 
     async fanOut({ org_id, environment }, events) {
@@ -171,19 +176,25 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const now = Date.now();
       const at = new Date(now).toISOString();
       const inserts: Promise<void>[] = [];
+      const queuing = new Map<string, number>();
+      for (const target of targets) this.lanes.setRate(target.id, this.rates.of(target.rate_limit));
       for (const event of events) {
         const payload = payloadOf(event);
         for (const target of targets) {
           if (!subscribes(target.events, event.type)) continue;
-          // Created already claimed by this node: the first attempt needs no separate claim.
+          // Created already claimed by this node: the first attempt needs no separate claim. What a
+          // throttled webhook cannot send soon waits in the store, due at its turn.
+          const ahead = queuing.get(target.id) ?? 0;
+          const held = ahead < this.lanes.room(target.id);
+          if (held) queuing.set(target.id, ahead + 1);
           const delivery = claimedDelivery({ org_id, environment }, event, target.id, at, {
-            dueAt: now + this.leaseMs(),
+            dueAt: held ? now + this.leaseMs() : this.lanes.nextSlot(target.id, now, ahead),
             lease: randomUUID(),
           });
           inserts.push(
             this.deliveries.insert(delivery).then(
               () => {
-                created.push({ delivery, payload, target });
+                if (held) created.push({ delivery, payload, target });
                 this.tally.add(webhookRowsOf(delivery), { created: 1 });
               },
               (err: unknown) => {
@@ -196,7 +207,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         }
       }
       await Promise.all(inserts);
-      for (const job of created) this.lanes.push(job.delivery.webhook_id, job);
+      for (const job of created) this.lanes.push(job.delivery.webhook_id, job, this.rates.of(job.target?.rate_limit));
       return incomplete;
     },
 
@@ -204,7 +215,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const { delivery } = job;
       if (this.stopping) return;
       // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
-      if (delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
+      if (delivery.due_at - Date.now() < this.sender.longestAttemptMs + LEASE_MARGIN_MS / 2) {
         const renewed = await this.deliveries.update(
           ALL_TENANTS,
           { id: delivery.id, lease: delivery.lease },
@@ -217,9 +228,14 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         job.target !== undefined
           ? job.target
           : await this.broker.call<Target | null, object>("webhooks.target", { org_id: delivery.org_id, id: delivery.webhook_id });
-      if (!target) return this.settle(job, null, "failed");
+      if (!target) {
+        this.sender.drop(delivery.webhook_id);
+        return this.settle(job, null, "failed");
+      }
       job.target = target;
+      this.lanes.setRate(target.id, this.rates.of(target.rate_limit));
       if (target.status !== "enabled") {
+        this.sender.drop(target.id);
         const at = new Date().toISOString();
         return this.settle(
           job,
@@ -240,7 +256,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       }
       const body = JSON.stringify(payload);
       const at = new Date().toISOString();
-      const result = await this.sender.post(target.url, body, deliveryHeaders(delivery, body, target.secrets));
+      const result = await this.sender.post(target.id, target.url, body, deliveryHeaders(delivery, body, target.secrets));
       await this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result });
     },
 
@@ -299,7 +315,22 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         { sort: { due_at: 1 } },
       );
       if (!claimed) return false;
-      this.lanes.push(claimed.webhook_id, { delivery: claimed as Claimed });
+      const job: Job = { delivery: claimed as Claimed };
+      const key = claimed.webhook_id;
+      // The webhook's rate must be known before its deliveries are queued (it decides when they start).
+      if (!this.lanes.knows(key)) {
+        job.target = await this.broker.call<Target | null, object>("webhooks.target", { org_id: claimed.org_id, id: key });
+        this.lanes.setRate(key, this.rates.of(job.target?.rate_limit));
+      }
+      if (this.lanes.room(key) > 0) this.lanes.push(key, job);
+      else {
+        // A throttled webhook's surplus goes back to the store, due at its turn.
+        await this.deliveries.update(
+          ALL_TENANTS,
+          { id: claimed.id, lease: job.delivery.lease },
+          { $set: { due_at: this.lanes.nextSlot(key) } },
+        );
+      }
       return true;
     },
 
@@ -358,7 +389,8 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.events = eventsCollection(this.store);
     this.timeoutMs = settings.webhookTimeoutMs;
     this.delays = settings.webhookRetryDelaysMs;
-    this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK);
+    this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK, TOTAL);
+    this.rates = new RateShare(this.broker, "webhook-dispatcher");
     this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
       this.attempt(job).then(
         () => this.failures.ok("delivery attempts"),
