@@ -1,5 +1,5 @@
 import { outbound, outboundAgent } from "../../shared/outbound";
-import { api, expectError, startPlatform, type Platform } from "../helpers/platform";
+import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
 /**
@@ -18,36 +18,30 @@ const SETTINGS = {
 /** Connections (and attempts at once) one webhook gets from a dispatcher node. */
 const PER_WEBHOOK = 32;
 
-let p: Platform;
 let rx: Receiver;
-let acme: { org: { id: string }; live: string; test: string };
-let globex: { org: { id: string }; live: string; test: string };
-
 beforeAll(async () => {
-  p = await startPlatform(SETTINGS);
   rx = await startReceiver();
-  acme = await p.createOrg("Acme");
-  globex = await p.createOrg("Globex");
 });
-afterAll(async () => {
-  // Hanging receivers let go first, so the dispatcher's attempts in flight end at once.
-  await rx.close();
-  await p.stop();
-});
+// Before the platform stops: hanging receivers let go first, so the attempts in flight end at once.
+afterAll(() => rx.close());
+const suite = usePlatform(SETTINGS);
 
 let paths = 0;
+/** A webhook on the shared receiver (its own path), and its deliveries checked against its secret. */
 async function hook(key: string, events: string[], extra: Record<string, unknown> = {}) {
   const path = `/iso${++paths}`;
-  const res = await api(p.baseUrl, "POST", "/webhooks", { key, body: { url: rx.url(path), events, ...extra } });
+  const res = await api(suite.p.baseUrl, "POST", "/webhooks", { key, body: { url: rx.url(path), events, ...extra } });
   expect(res.status).toBe(201);
   rx.setSecret(path, res.body.data.secret);
-  return { path, ...res.body.data };
+  return { path, ...res.body.data } as { path: string; id: string; rate_limit: number | null };
 }
-const emit = async (key: string, type: string, data: Record<string, unknown> = {}) => {
-  const res = await api(p.baseUrl, "POST", "/events", { key, body: { type, data } });
-  expect(res.status).toBe(201);
-  return res.body.data;
-};
+/** `count` events of `type`, one after another, each with its number and when it was sent. */
+async function emitMany(key: string, type: string, count: number) {
+  for (let i = 0; i < count; i++) {
+    const res = await api(suite.p.baseUrl, "POST", "/events", { key, body: { type, data: { i, sent: Date.now() } } });
+    expect(res.status).toBe(201);
+  }
+}
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 /**
@@ -57,19 +51,19 @@ const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length 
  */
 async function healthyBesideHanging(hanging: number, perHanging: number, healthy: number) {
   const type = `hang${hanging}.it`;
-  const dead = [];
+  const dead: { path: string }[] = [];
   for (let i = 0; i < hanging; i++) {
-    const wh = await hook(acme.live, [type]);
+    const wh = await hook(suite.acme.live, [type]);
     rx.behave(wh.path, () => ({ hang: true }));
     dead.push(wh);
   }
-  const good = await hook(globex.live, [`fine${hanging}.it`]);
-  for (let i = 0; i < perHanging; i++) await emit(acme.live, type, { i });
+  const good = await hook(suite.globex.live, [`fine${hanging}.it`]);
+  await emitMany(suite.acme.live, type, perHanging);
   // Every hanging webhook's whole budget is taken before the healthy deliveries start.
   const busy = hanging * Math.min(perHanging, PER_WEBHOOK);
   await rx.waitFor(() => dead.reduce((n, wh) => n + rx.byPath(wh.path).length, 0) >= busy, 20_000);
 
-  for (let i = 0; i < healthy; i++) await emit(globex.live, `fine${hanging}.it`, { i, sent: Date.now() });
+  await emitMany(suite.globex.live, `fine${hanging}.it`, healthy);
   await rx.waitFor(() => rx.byPath(good.path).length >= healthy, 20_000);
 
   const got = rx.byPath(good.path);
@@ -94,11 +88,11 @@ describe("isolation per webhook", () => {
   it("starts an attempt's time-out when it is sent, not while it waits for its webhook's own connections", async () => {
     // Each answer takes 60 % of the time-out; twice the webhook's budget queued means the second
     // half waits one whole answer, so from the event they take longer than the time-out.
-    const slow = await hook(acme.live, ["slow.batch"]);
+    const slow = await hook(suite.acme.live, ["slow.batch"]);
     rx.behave(slow.path, () => ({ delayMs: TIMEOUT_MS * 0.6 }));
     const events = PER_WEBHOOK * 2;
     const started = Date.now();
-    for (let i = 0; i < events; i++) await emit(acme.live, "slow.batch", { i });
+    await emitMany(suite.acme.live, "slow.batch", events);
     await rx.waitFor(() => rx.byPath(slow.path).length >= events, 20_000);
     const waited = rx.byPath(slow.path).filter((r) => r.at - started >= TIMEOUT_MS * 0.5);
     expect(waited.length).toBeGreaterThan(0);
@@ -106,7 +100,7 @@ describe("isolation per webhook", () => {
     const deadline = Date.now() + 20_000;
     let log: any[] = [];
     while (Date.now() < deadline) {
-      log = (await api(p.baseUrl, "GET", `/webhooks/${slow.id}/deliveries?per_page=100`, { key: acme.live })).body.data;
+      log = (await api(suite.p.baseUrl, "GET", `/webhooks/${slow.id}/deliveries?per_page=100`, { key: suite.acme.live })).body.data;
       if (log.length === events && log.every((d) => d.status !== "pending")) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -149,32 +143,32 @@ describe("isolation per webhook", () => {
 
 describe("rate_limit", () => {
   it("is set on create and update, validated, and shown on read", async () => {
-    const wh = await hook(acme.live, ["limits.x"], { rate_limit: 5 });
+    const wh = await hook(suite.acme.live, ["limits.x"], { rate_limit: 5 });
     expect(wh.rate_limit).toBe(5);
-    expect((await api(p.baseUrl, "GET", `/webhooks/${wh.id}`, { key: acme.live })).body.data.rate_limit).toBe(5);
-    const patch = (body: unknown) => api(p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: acme.live, body });
+    expect((await api(suite.p.baseUrl, "GET", `/webhooks/${wh.id}`, { key: suite.acme.live })).body.data.rate_limit).toBe(5);
+    const patch = (body: unknown) => api(suite.p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: suite.acme.live, body });
     expect((await patch({ rate_limit: 12 })).body.data.rate_limit).toBe(12);
     expect((await patch({ description: "kept" })).body.data.rate_limit).toBe(12);
     expect((await patch({ rate_limit: null })).body.data.rate_limit).toBeNull();
-    expect((await hook(acme.live, ["limits.x"])).rate_limit).toBeNull();
+    expect((await hook(suite.acme.live, ["limits.x"])).rate_limit).toBeNull();
     for (const bad of [0, -1, 1.5, "5", 10_001, true]) {
       expectError(await patch({ rate_limit: bad }), 400, "parameter_invalid", "rate_limit");
-      const created = await api(p.baseUrl, "POST", "/webhooks", {
-        key: acme.live,
+      const created = await api(suite.p.baseUrl, "POST", "/webhooks", {
+        key: suite.acme.live,
         body: { url: rx.url("/never"), events: ["*"], rate_limit: bad },
       });
       expectError(created, 400, "parameter_invalid", "rate_limit");
     }
     // Refused, so not half-applied.
-    expect((await api(p.baseUrl, "GET", `/webhooks/${wh.id}`, { key: acme.live })).body.data.rate_limit).toBeNull();
+    expect((await api(suite.p.baseUrl, "GET", `/webhooks/${wh.id}`, { key: suite.acme.live })).body.data.rate_limit).toBeNull();
   });
 
   it("sends a throttled webhook at most rate_limit deliveries per second, and all of them in the end", async () => {
     const limit = 5;
     const events = 30;
-    const throttled = await hook(acme.live, ["throttle.x"], { rate_limit: limit });
-    const free = await hook(acme.live, ["throttle.x"]);
-    for (let i = 0; i < events; i++) await emit(acme.live, "throttle.x", { i });
+    const throttled = await hook(suite.acme.live, ["throttle.x"], { rate_limit: limit });
+    const free = await hook(suite.acme.live, ["throttle.x"]);
+    await emitMany(suite.acme.live, "throttle.x", events);
     // Unthrottled, the same events arrive at once; the throttled ones keep coming for about events/limit s.
     await rx.waitFor(() => rx.byPath(free.path).length >= events, 10_000);
     await rx.waitFor(() => rx.byPath(throttled.path).length >= events, (events / limit) * 1000 * 3);
@@ -193,10 +187,10 @@ describe("rate_limit", () => {
   });
 
   it("honours a rate_limit added by PATCH", async () => {
-    const wh = await hook(acme.live, ["relimit.x"]);
-    const patched = await api(p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: acme.live, body: { rate_limit: 4 } });
+    const wh = await hook(suite.acme.live, ["relimit.x"]);
+    const patched = await api(suite.p.baseUrl, "PATCH", `/webhooks/${wh.id}`, { key: suite.acme.live, body: { rate_limit: 4 } });
     expect(patched.body.data.rate_limit).toBe(4);
-    for (let i = 0; i < 12; i++) await emit(acme.live, "relimit.x", { i });
+    await emitMany(suite.acme.live, "relimit.x", 12);
     await rx.waitFor(() => rx.byPath(wh.path).length >= 12, 15_000);
     const at = rx
       .byPath(wh.path)
