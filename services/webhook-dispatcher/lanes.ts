@@ -56,8 +56,10 @@ export class Lanes<T> {
   }
 
   setRate(key: string, rate: number | null): void {
-    const lane = this.laneOf(key);
     const next = rate !== null && rate > 0 ? rate : null;
+    // No lane is kept for a key with neither work nor a rate.
+    if (next === null && !this.lanes.has(key)) return;
+    const lane = this.laneOf(key);
     if (lane.rate === next) return;
     lane.rate = next;
     if (next === null) lane.cursor = 0;

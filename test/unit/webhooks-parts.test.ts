@@ -49,6 +49,41 @@ describe("Lanes", () => {
   });
 });
 
+describe("Lanes with a rate", () => {
+  it("spaces a throttled key's starts 1/rate apart, holding no slot while it waits for its token", async () => {
+    const starts: [string, number][] = [];
+    const lanes = new Lanes<string>(1, 1, async (item) => {
+      starts.push([item, performance.now()]);
+    });
+    lanes.setRate("slow", 20);
+    for (let i = 0; i < 4; i++) lanes.push("slow", `slow${i}`);
+    await new Promise((r) => setImmediate(r));
+    // One slot in all: the throttled key waits for its token without it, so another key goes first.
+    lanes.push("fast", "fast0");
+    await new Promise((r) => setImmediate(r));
+    expect(starts.map(([item]) => item)).toEqual(["slow0", "fast0"]);
+    while (starts.length < 5) await new Promise((r) => setTimeout(r, 10));
+    const slow = starts.filter(([item]) => item.startsWith("slow")).map(([, at]) => at);
+    for (let i = 1; i < slow.length; i++) expect(slow[i] - slow[i - 1]).toBeGreaterThanOrEqual(49.5);
+    await lanes.idle();
+  });
+
+  it("keeps rate x 2 s of a throttled key in memory and hands out store slots at its rate after them", () => {
+    const lanes = new Lanes<number>(32, 1024, () => new Promise<void>(() => undefined));
+    expect(lanes.room("any")).toBe(Infinity);
+    lanes.setRate("k", 10);
+    expect(lanes.room("k")).toBe(20);
+    for (let i = 0; i < 5; i++) lanes.push("k", i);
+    // One started on its token, four wait for theirs.
+    expect(lanes.room("k")).toBe(16);
+    // After the four queued (100 ms apart), then one after another; `ahead` counts ones about to be queued.
+    expect([lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000, 3)]).toEqual([1400, 1500, 1700]);
+    lanes.setRate("k", null);
+    expect(lanes.room("k")).toBe(Infinity);
+    lanes.takeQueued();
+  });
+});
+
 describe("webhook subscriptions", () => {
   it("takes '*' alone, custom names, and known system types", () => {
     expect(checkSubscription(["*"])).toEqual(["*"]);
