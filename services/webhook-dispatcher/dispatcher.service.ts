@@ -14,8 +14,8 @@ import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../sha
 import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
-import { RateShare } from "./rates";
 import { Sender } from "./sender";
+import { SharedThrottle, throttlesCollection } from "./throttle";
 
 /** A webhook as the webhooks service hands it out (see its `subscribers` action). */
 interface Target {
@@ -53,8 +53,8 @@ interface DispatcherVars {
   events: Collection<EventDoc>;
   sender: Sender;
   lanes: Lanes<Job>;
-  /** A webhook's rate_limit as this node's share. */
-  rates: RateShare;
+  /** Throttled webhooks' start times, shared by all dispatcher nodes. */
+  throttle: SharedThrottle;
   timeoutMs: number;
   delays: number[];
   consumer: EventConsumer;
@@ -147,6 +147,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       async handler(ctx: Context<ForgetParams>): Promise<number> {
         const tenant = { org_id: ctx.params.org_id };
         this.sender.drop(ctx.params.webhook_id);
+        await this.throttle.forget(ctx.params.org_id, ctx.params.webhook_id);
         const removed = await this.deliveries.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         await this.outcomes.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         return removed;
@@ -177,7 +178,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       const at = new Date(now).toISOString();
       const inserts: Promise<void>[] = [];
       const queuing = new Map<string, number>();
-      for (const target of targets) this.lanes.setRate(target.id, this.rates.of(target.rate_limit));
+      for (const target of targets) this.lanes.setRate(target.id, target.rate_limit);
       for (const event of events) {
         const payload = payloadOf(event);
         for (const target of targets) {
@@ -207,7 +208,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         }
       }
       await Promise.all(inserts);
-      for (const job of created) this.lanes.push(job.delivery.webhook_id, job, this.rates.of(job.target?.rate_limit));
+      for (const job of created) this.lanes.push(job.delivery.webhook_id, job, job.target?.rate_limit ?? null);
       return incomplete;
     },
 
@@ -233,7 +234,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         return this.settle(job, null, "failed");
       }
       job.target = target;
-      this.lanes.setRate(target.id, this.rates.of(target.rate_limit));
+      this.lanes.setRate(target.id, target.rate_limit);
       if (target.status !== "enabled") {
         this.sender.drop(target.id);
         const at = new Date().toISOString();
@@ -320,7 +321,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       // The webhook's rate must be known before its deliveries are queued (it decides when they start).
       if (!this.lanes.knows(key)) {
         job.target = await this.broker.call<Target | null, object>("webhooks.target", { org_id: claimed.org_id, id: key });
-        this.lanes.setRate(key, this.rates.of(job.target?.rate_limit));
+        this.lanes.setRate(key, job.target?.rate_limit ?? null);
       }
       if (this.lanes.room(key) > 0) this.lanes.push(key, job);
       else {
@@ -390,16 +391,20 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     this.timeoutMs = settings.webhookTimeoutMs;
     this.delays = settings.webhookRetryDelaysMs;
     this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK, TOTAL);
-    this.rates = new RateShare(this.broker, "webhook-dispatcher");
-    this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
-      this.attempt(job).then(
-        () => this.failures.ok("delivery attempts"),
-        (err: unknown) => {
-          // Once per kind of failure, not per delivery; each delivery at debug level.
-          this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
-          this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
-        },
-      ),
+    this.throttle = new SharedThrottle(throttlesCollection(this.store));
+    this.lanes = new Lanes<Job>(
+      PER_WEBHOOK,
+      TOTAL,
+      (job) =>
+        this.attempt(job).then(
+          () => this.failures.ok("delivery attempts"),
+          (err: unknown) => {
+            // Once per kind of failure, not per delivery; each delivery at debug level.
+            this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
+            this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
+          },
+        ),
+      (key, job, rate) => this.throttle.reserve(job.delivery.org_id, key, rate),
     );
     this.consumer = new EventConsumer(this.events, "undispatched_since", (tenant, events) => this.fanOut(tenant, events), this.logger);
     this.outcomes = webhookOutcomesCollection(this.store);

@@ -3,9 +3,10 @@
  * all at once. Keys take turns for free slots, so one slow or dead receiver holds at most `perKey`
  * slots and never delays the others' deliveries.
  *
- * A key may have a rate (items started per second, a webhook's `rate_limit`): a token bucket of one
- * token, so starts are spaced at least 1/rate apart and never come in a burst. An item waiting for
- * its token holds no slot, and its attempt's clock has not started. A throttled key keeps at most
+ * A key may have a rate (items started per second, a webhook's `rate_limit`): each start of it first
+ * reserves a start time from `reserve` (by default here in memory; the dispatcher's is shared by all
+ * its nodes, see throttle.ts), so starts are spaced at least 1/rate apart and never come in a burst.
+ * An item waiting for its start time holds no slot, and its attempt's clock has not started. A throttled key keeps at most
  * `rate × QUEUE_SECONDS` items in memory (`room`); the rest stay pending in the store, due at the
  * times `nextSlot` hands out, which follow the same rate.
  */
@@ -14,17 +15,31 @@ interface Lane<T> {
   running: number;
   /** Starts per second; null: as fast as slots free up. */
   rate: number | null;
-  /** Tokens in the bucket (at most 1), as of `refilledAt` (performance.now()). */
-  tokens: number;
-  refilledAt: number;
+  /** A reservation is under way. */
+  reserving: boolean;
+  /** The reserved start time (epoch ms) of the key's next item. */
+  startAt: number | undefined;
   /** The next start time (epoch ms) `nextSlot` hands out for this key's deliveries kept in the store. */
   cursor: number;
-  /** Wakes the key when its next token is in. */
+  /** Wakes the key at its reserved start time. */
   timer: NodeJS.Timeout | undefined;
 }
 
 /** How many seconds of a throttled key's sends are kept in memory; the rest wait in the store. */
 export const QUEUE_SECONDS = 2;
+
+/** Reserves a start time (epoch ms) for `item` of `key`, at most `rate` per second. */
+export type Reserve<T> = (key: string, item: T, rate: number) => Promise<number>;
+
+/** Start times spaced 1/rate apart per key, in this process only. */
+export function localReserve<T>(): Reserve<T> {
+  const next = new Map<string, number>();
+  return (key, _item, rate) => {
+    const at = Math.max(next.get(key) ?? 0, Date.now());
+    next.set(key, at + 1000 / rate);
+    return Promise.resolve(at);
+  };
+}
 
 export class Lanes<T> {
   private readonly lanes = new Map<string, Lane<T>>();
@@ -38,6 +53,7 @@ export class Lanes<T> {
     private readonly perKey: number,
     private readonly total: number,
     private readonly run: (item: T) => Promise<void>,
+    private readonly reserve: Reserve<T> = localReserve<T>(),
   ) {}
 
   /** Items queued or running. */
@@ -111,41 +127,59 @@ export class Lanes<T> {
   private laneOf(key: string): Lane<T> {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { queue: [], running: 0, rate: null, tokens: 1, refilledAt: performance.now(), cursor: 0, timer: undefined };
+      lane = { queue: [], running: 0, rate: null, reserving: false, startAt: undefined, cursor: 0, timer: undefined };
       this.lanes.set(key, lane);
     }
     return lane;
   }
 
-  /** Whether forgetting the lane loses nothing: no rate, or a full bucket and no slot handed out ahead. */
+  /** Whether forgetting the lane loses nothing: no rate, or no start reserved and no slot handed out ahead. */
   private rested(lane: Lane<T>): boolean {
     if (lane.rate === null) return true;
-    const full = lane.tokens + ((performance.now() - lane.refilledAt) * lane.rate) / 1000 >= 1;
-    return full && lane.cursor <= Date.now();
+    return !lane.reserving && lane.startAt === undefined && lane.cursor <= Date.now();
   }
 
-  /** Takes the key's token, or sets a timer for when it is in and answers false. */
-  private takeToken(key: string, lane: Lane<T>): boolean {
+  /**
+   * For a throttled key: true when its reserved start time has come (and uses it up); otherwise
+   * reserves one, or waits for it, and answers false.
+   */
+  private admitted(key: string, lane: Lane<T>): boolean {
     if (lane.rate === null) return true;
-    const now = performance.now();
-    lane.tokens = Math.min(1, lane.tokens + ((now - lane.refilledAt) * lane.rate) / 1000);
-    lane.refilledAt = now;
-    if (lane.tokens >= 1) {
-      lane.tokens -= 1;
+    if (lane.startAt !== undefined && lane.startAt <= Date.now()) {
+      lane.startAt = undefined;
       return true;
     }
-    if (!lane.timer) {
-      lane.timer = setTimeout(
-        () => {
-          lane.timer = undefined;
-          if (lane.queue.length > 0 && lane.running < this.perKey) this.ready.add(key);
-          this.pump();
+    if (lane.startAt !== undefined) this.wakeAt(key, lane, lane.startAt);
+    else if (!lane.reserving) {
+      lane.reserving = true;
+      const rate = lane.rate;
+      this.reserve(key, lane.queue[0], rate).then(
+        (at) => {
+          lane.reserving = false;
+          lane.startAt = at;
+          this.wakeAt(key, lane, at);
         },
-        Math.ceil(((1 - lane.tokens) * 1000) / lane.rate),
+        // The store failing: try again one gap later (sending nothing meanwhile keeps the limit).
+        () => {
+          lane.reserving = false;
+          this.wakeAt(key, lane, Date.now() + 1000 / rate);
+        },
       );
-      lane.timer.unref();
     }
     return false;
+  }
+
+  private wakeAt(key: string, lane: Lane<T>, at: number): void {
+    if (lane.timer) return;
+    lane.timer = setTimeout(
+      () => {
+        lane.timer = undefined;
+        if (lane.queue.length > 0 && lane.running < this.perKey) this.ready.add(key);
+        this.pump();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    lane.timer.unref();
   }
 
   private pump(): void {
@@ -153,7 +187,7 @@ export class Lanes<T> {
       const key = this.ready.values().next().value as string;
       this.ready.delete(key);
       const lane = this.lanes.get(key) as Lane<T>;
-      if (lane.queue.length === 0 || lane.running >= this.perKey || !this.takeToken(key, lane)) continue;
+      if (lane.queue.length === 0 || lane.running >= this.perKey || !this.admitted(key, lane)) continue;
       const item = lane.queue.shift() as T;
       this.queued -= 1;
       lane.running += 1;

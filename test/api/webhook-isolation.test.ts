@@ -201,7 +201,8 @@ describe("rate_limit", () => {
     const rate = ((at.length - 1) * 1000) / (at[at.length - 1] - at[0]);
     expect(rate).toBeLessThanOrEqual(limit * 1.05);
     // And the throttle does not starve it: near the limit, not far below it.
-    expect(rate).toBeGreaterThan(limit * 0.5);
+    expect(rate).toBeGreaterThan(limit * 0.8);
+    console.log(`throttle on one dispatcher: rate_limit ${limit}/s, measured ${rate.toFixed(2)}/s at the receiver`);
   });
 
   it("honours a rate_limit added by PATCH", async () => {

@@ -50,21 +50,26 @@ describe("Lanes", () => {
 });
 
 describe("Lanes with a rate", () => {
-  it("spaces a throttled key's starts 1/rate apart, holding no slot while it waits for its token", async () => {
+  it("spaces a throttled key's starts 1/rate apart, holding no slot while it waits for its start", async () => {
     const starts: [string, number][] = [];
     const lanes = new Lanes<string>(1, 1, async (item) => {
-      starts.push([item, performance.now()]);
+      starts.push([item, Date.now()]);
     });
+    const startedAll = async (n: number) => {
+      while (starts.length < n) await new Promise((r) => setTimeout(r, 5));
+    };
     lanes.setRate("slow", 20);
+    const t0 = Date.now();
     for (let i = 0; i < 4; i++) lanes.push("slow", `slow${i}`);
-    await new Promise((r) => setImmediate(r));
-    // One slot in all: the throttled key waits for its token without it, so another key goes first.
+    await startedAll(1);
+    // One slot in all: the throttled key waits for its next start without it, so another key goes first.
     lanes.push("fast", "fast0");
-    await new Promise((r) => setImmediate(r));
+    await startedAll(2);
     expect(starts.map(([item]) => item)).toEqual(["slow0", "fast0"]);
-    while (starts.length < 5) await new Promise((r) => setTimeout(r, 10));
+    await startedAll(5);
     const slow = starts.filter(([item]) => item.startsWith("slow")).map(([, at]) => at);
-    for (let i = 1; i < slow.length; i++) expect(slow[i] - slow[i - 1]).toBeGreaterThanOrEqual(49.5);
+    // The i-th start no earlier than i gaps of 50 ms after the first could be.
+    for (let i = 1; i < slow.length; i++) expect(slow[i] - t0).toBeGreaterThanOrEqual(50 * i);
     await lanes.idle();
   });
 
@@ -74,10 +79,10 @@ describe("Lanes with a rate", () => {
     lanes.setRate("k", 10);
     expect(lanes.room("k")).toBe(20);
     for (let i = 0; i < 5; i++) lanes.push("k", i);
-    // One started on its token, four wait for theirs.
-    expect(lanes.room("k")).toBe(16);
-    // After the four queued (100 ms apart), then one after another; `ahead` counts ones about to be queued.
-    expect([lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000, 3)]).toEqual([1400, 1500, 1700]);
+    // None started yet: each waits for its start time.
+    expect(lanes.room("k")).toBe(15);
+    // After the five queued (100 ms apart), then one after another; `ahead` counts ones about to be queued.
+    expect([lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000), lanes.nextSlot("k", 1000, 3)]).toEqual([1500, 1600, 1800]);
     lanes.setRate("k", null);
     expect(lanes.room("k")).toBe(Infinity);
     lanes.takeQueued();
