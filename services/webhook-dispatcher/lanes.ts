@@ -6,9 +6,9 @@
  * A key may have a rate (items started per second, a webhook's `rate_limit`): each start of it first
  * reserves a start time from `reserve` (by default here in memory; the dispatcher's is shared by all
  * its nodes, see throttle.ts), so starts are spaced at least 1/rate apart and never come in a burst.
- * An item waiting for its start time holds no slot, and its attempt's clock has not started. A throttled key keeps at most
- * `rate × QUEUE_SECONDS` items in memory (`room`); the rest stay pending in the store, due at the
- * times `nextSlot` hands out, which follow the same rate.
+ * An item waiting for its start time holds no slot, and its attempt's clock has not started. A
+ * throttled key keeps at most `rate × QUEUE_SECONDS` items in memory (`room`); the rest stay pending
+ * in the store, due at the times `nextSlot` hands out, which follow the same rate.
  */
 interface Lane<T> {
   queue: T[];
