@@ -45,6 +45,12 @@ export interface OutboundRequest {
   headers: Record<string, string>;
   body?: string;
   timeoutMs: number;
+  /**
+   * When set, `timeoutMs` counts from the moment the request is written to a connection, and the
+   * wait for one (connecting included) is bounded by `waitMs` on its own: time spent queued behind
+   * the same pool's busy connections is not charged to the receiver.
+   */
+  waitMs?: number;
   /** Bytes of the answer to keep as text (0: read and drop it). */
   keep: number;
 }
@@ -59,10 +65,20 @@ export async function outbound(agent: Agent, url: string, req: OutboundRequest):
   const ms = () => Math.round(performance.now() - started);
   if (literalRefused(agent, url)) return { answered: false, error: "target address not allowed: the host is a private address", ms: ms() };
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), req.timeoutMs);
+  let timedOut: "wait" | "answer" | undefined;
+  const expire = (phase: "wait" | "answer", after: number) =>
+    setTimeout(() => {
+      timedOut = phase;
+      abort.abort();
+    }, after);
+  let timer = expire(req.waitMs === undefined ? "answer" : "wait", req.waitMs ?? req.timeoutMs);
+  const onSent = () => {
+    clearTimeout(timer);
+    timer = expire("answer", req.timeoutMs);
+  };
   try {
     const res = await request(url, {
-      dispatcher: agent,
+      dispatcher: req.waitMs === undefined ? agent : clockedAt(agent, onSent),
       method: req.method,
       headers: req.headers,
       body: req.body,
@@ -84,10 +100,35 @@ export async function outbound(agent: Agent, url: string, req: OutboundRequest):
     }
     return { answered: true, status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text, bytes: size, ms: ms() };
   } catch (err) {
-    return { answered: false, error: describeFailure(err, abort.signal.aborted, req.timeoutMs), ms: ms() };
+    if (timedOut === "wait") return { answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() };
+    return { answered: false, error: describeFailure(err, timedOut === "answer", req.timeoutMs), ms: ms() };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The agent, telling `onSent` when a request of this call is written to a connection (undici's
+ * `onRequestStart`, called once the request leaves the pool's queue for a socket).
+ */
+function clockedAt(agent: Agent, onSent: () => void): Dispatcher {
+  const dispatch = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean =>
+    agent.dispatch(
+      opts,
+      new Proxy(handler, {
+        get(target, key, receiver) {
+          const value: unknown = Reflect.get(target, key, receiver);
+          if (key === "onRequestStart" && typeof value === "function") {
+            return (...args: unknown[]) => {
+              onSent();
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          }
+          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }),
+    );
+  return Object.assign(Object.create(agent) as Agent, { dispatch });
 }
 
 function describeFailure(err: unknown, timedOut: boolean, timeoutMs: number): string {

@@ -11,10 +11,11 @@ import { settingsOf } from "../../shared/runtime";
 import { deliveryHeaders } from "../../shared/signing";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
-import { freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
+import { claimedDelivery, freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
 import { Sender } from "./sender";
+import { SharedThrottle, THROTTLES } from "./throttle";
 
 /** A webhook as the webhooks service hands it out (see its `subscribers` action). */
 interface Target {
@@ -24,6 +25,7 @@ interface Target {
   status: "enabled" | "disabled";
   secrets: string[];
   consecutive_failures: number;
+  rate_limit: number | null;
 }
 
 /**
@@ -70,11 +72,16 @@ const FAST_MS = 1000;
 const VIEW_SETTLE_MS = 300;
 
 /** The delivery log and its counts are the dispatcher's; the event log is read here, its markers unset by the events service. */
-const STORE = declareStore({ owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES }, reads: { events: EVENTS } });
+const STORE = declareStore({
+  owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES, throttles: THROTTLES },
+  reads: { events: EVENTS },
+});
 
 interface DispatcherVars extends StoreVars<typeof STORE> {
   sender: Sender;
   lanes: Lanes<Job>;
+  /** Throttled webhooks' start times, shared by all dispatcher nodes. */
+  throttle: SharedThrottle;
   timeoutMs: number;
   delays: number[];
   consumer: EventConsumer;
@@ -183,6 +190,8 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       params: forgetParams,
       async handler(ctx: Context<ForgetParams>): Promise<number> {
         const tenant = { org_id: ctx.params.org_id };
+        this.sender.drop(ctx.params.webhook_id);
+        await this.throttle.forget(ctx.params.org_id, ctx.params.webhook_id);
         const removed = await this.deliveries.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         await this.outcomes.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         return removed;
@@ -202,7 +211,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
 
   methods: {
     leaseMs() {
-      return this.timeoutMs + LEASE_MARGIN_MS;
+      return this.sender.longestAttemptMs + LEASE_MARGIN_MS;
     },
 
     /**
@@ -246,18 +255,44 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       if (swept.length > 0 && targets.length > 0) {
         for (const d of await this.deliveries.find(tenant, { event_id: { $in: swept } })) stored.add(`${d.event_id}\n${d.webhook_id}`);
       }
+      for (const target of targets) this.lanes.setRate(target.id, target.rate_limit);
       const at = new Date(now).toISOString();
       const fanOut: FanOut = { left: 0, incomplete, jobs: [], done: () => undefined };
+      const queuing = new Map<string, number>();
+      const deferred: Promise<void>[] = [];
       for (const event of taken) {
         const payload = payloadOf(event);
         for (const target of targets) {
           if (!subscribes(target.events, event.type)) continue;
           if (stored.size > 0 && stored.has(`${event.id}\n${target.id}`)) continue;
+          // What a throttled webhook cannot send soon waits in the store, due at its turn (its claim
+          // runs out then, and any node's poll takes it).
+          const ahead = queuing.get(target.id) ?? 0;
+          if (ahead >= this.lanes.room(target.id)) {
+            const delivery = claimedDelivery(tenant, event, target.id, at, {
+              dueAt: this.lanes.nextSlot(target.id, now, ahead),
+              lease: randomUUID(),
+            });
+            deferred.push(
+              this.deliveries.insert(delivery).then(
+                () => this.tally.add(webhookRowsOf(delivery), { created: 1 }),
+                (err: unknown) => {
+                  // Refused as a duplicate: stored already (a sweep racing a wake-up); else the sweep retries.
+                  if (!isDuplicate(err)) incomplete.add(event.id);
+                },
+              ),
+            );
+            continue;
+          }
+          queuing.set(target.id, ahead + 1);
           fanOut.jobs.push({ delivery: freshDelivery(tenant, event, target.id, at), payload, target, fresh: fanOut });
         }
       }
       fanOut.left = fanOut.jobs.length;
-      if (fanOut.left === 0) return incomplete;
+      if (fanOut.left === 0) {
+        await Promise.all(deferred);
+        return incomplete;
+      }
       const written = new Promise<void>((resolve) => (fanOut.done = resolve));
       fanOut.timer = setTimeout(
         () => {
@@ -266,8 +301,8 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         Math.max(0, start + FAST_MS - now),
       );
       this.fanOuts.add(fanOut);
-      for (const job of fanOut.jobs) this.lanes.push(job.delivery.webhook_id, job);
-      await written;
+      for (const job of fanOut.jobs) this.lanes.push(job.delivery.webhook_id, job, job.target?.rate_limit ?? null);
+      await Promise.all([written, ...deferred]);
       return incomplete;
     },
 
@@ -323,7 +358,11 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       if (job.stored && !(await job.stored)) return;
       const { delivery } = job;
       // Queued long enough that the claim could run out mid-attempt: extend it, or let it go.
-      if (delivery.due_at !== undefined && delivery.lease && delivery.due_at - Date.now() < this.timeoutMs + LEASE_MARGIN_MS / 2) {
+      if (
+        delivery.due_at !== undefined &&
+        delivery.lease &&
+        delivery.due_at - Date.now() < this.sender.longestAttemptMs + LEASE_MARGIN_MS / 2
+      ) {
         const renewed = await this.deliveries.update(
           ALL_TENANTS,
           { id: delivery.id, lease: delivery.lease },
@@ -336,9 +375,14 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         job.target !== undefined
           ? job.target
           : await this.broker.call<Target | null, object>("webhooks.target", { org_id: delivery.org_id, id: delivery.webhook_id });
-      if (!target) return this.settle(job, null, "failed");
+      if (!target) {
+        this.sender.drop(delivery.webhook_id);
+        return this.settle(job, null, "failed");
+      }
       job.target = target;
+      this.lanes.setRate(target.id, target.rate_limit);
       if (target.status !== "enabled") {
+        this.sender.drop(target.id);
         const at = new Date().toISOString();
         return this.settle(
           job,
@@ -359,7 +403,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
       }
       const body = JSON.stringify(payload);
       const at = new Date().toISOString();
-      const result = await this.sender.post(target.url, body, deliveryHeaders(delivery, body, target.secrets));
+      const result = await this.sender.post(target.id, target.url, body, deliveryHeaders(delivery, body, target.secrets));
       await this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result });
     },
 
@@ -447,7 +491,22 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
         { sort: { due_at: 1 } },
       );
       if (!claimed) return false;
-      this.lanes.push(claimed.webhook_id, { delivery: claimed });
+      const job: Job = { delivery: claimed };
+      const key = claimed.webhook_id;
+      // The webhook's rate must be known before its deliveries are queued (it decides when they start).
+      if (!this.lanes.knows(key)) {
+        job.target = await this.broker.call<Target | null, object>("webhooks.target", { org_id: claimed.org_id, id: key });
+        this.lanes.setRate(key, job.target?.rate_limit ?? null);
+      }
+      if (this.lanes.room(key) > 0) this.lanes.push(key, job);
+      else {
+        // A throttled webhook's surplus goes back to the store, due at its turn.
+        await this.deliveries.update(
+          ALL_TENANTS,
+          { id: claimed.id, lease: claimed.lease ?? "" },
+          { $set: { due_at: this.lanes.nextSlot(key) } },
+        );
+      }
       return true;
     },
 
@@ -505,16 +564,21 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     const settings = settingsOf(this.broker);
     this.timeoutMs = settings.webhookTimeoutMs;
     this.delays = settings.webhookRetryDelaysMs;
-    this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK);
-    this.lanes = new Lanes<Job>(PER_WEBHOOK, TOTAL, (job) =>
-      this.attempt(job).then(
-        () => this.failures.ok("delivery attempts"),
-        (err: unknown) => {
-          // Once per kind of failure, not per delivery; each delivery at debug level.
-          this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
-          this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
-        },
-      ),
+    this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK, TOTAL);
+    this.throttle = new SharedThrottle(this.throttles);
+    this.lanes = new Lanes<Job>(
+      PER_WEBHOOK,
+      TOTAL,
+      (job) =>
+        this.attempt(job).then(
+          () => this.failures.ok("delivery attempts"),
+          (err: unknown) => {
+            // Once per kind of failure, not per delivery; each delivery at debug level.
+            this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
+            this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
+          },
+        ),
+      (key, job, rate) => this.throttle.reserve(job.delivery.org_id, key, rate),
     );
     this.consumer = new EventConsumer(
       this.events,

@@ -17,6 +17,8 @@ export interface WebhookDoc extends Doc {
   url: string;
   events: string[];
   description: string | null;
+  /** Deliveries per second at most; null: unlimited (absent on webhooks stored before it existed). */
+  rate_limit?: number | null;
   status: "enabled" | "disabled";
   disabled_reason: string | null;
   secret: string;
@@ -26,7 +28,7 @@ export interface WebhookDoc extends Doc {
   updated_at: string;
 }
 
-export type WebhookView = Omit<WebhookDoc, "org_id" | "secret" | "previous_secrets">;
+export type WebhookView = Omit<WebhookDoc, "org_id" | "secret" | "previous_secrets" | "rate_limit"> & { rate_limit: number | null };
 
 /** What the dispatcher needs to send: where, and every secret that signs now (current first). */
 export interface Target {
@@ -38,9 +40,13 @@ export interface Target {
   status: "enabled" | "disabled";
   secrets: string[];
   consecutive_failures: number;
+  rate_limit: number | null;
 }
 
-export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...view }: WebhookDoc): WebhookView => view;
+export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...view }: WebhookDoc): WebhookView => ({
+  ...view,
+  rate_limit: view.rate_limit ?? null,
+});
 
 /** `whsec_` + 32 random bytes in base64: the Standard Webhooks secret format. */
 export const generateSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
@@ -51,7 +57,7 @@ export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
   const previous = doc.previous_secrets.filter((p) => p.expires_at > now).slice(0, SIGNING_SECRETS_MAX - 1);
   const secrets = [doc.secret, ...previous.map((p) => p.secret)];
   const { id, org_id, environment, url, events, status, consecutive_failures } = doc;
-  return { id, org_id, environment, url, events, status, secrets, consecutive_failures };
+  return { id, org_id, environment, url, events, status, secrets, consecutive_failures, rate_limit: doc.rate_limit ?? null };
 }
 
 /**

@@ -6,12 +6,16 @@ const id = idParam;
 const url = { type: "string", min: 1, max: 2048 } as const;
 const events = { type: "array", items: { type: "string", min: 1, max: 100 }, min: 1, max: 100 } as const;
 const description = { type: "string", trim: true, max: 500, optional: true } as const;
+/** Deliveries per second at most (Svix's `rateLimit`); null or absent: as fast as the receiver answers. */
+export const RATE_LIMIT_MAX = 10_000;
+const rate_limit = { type: "number", integer: true, min: 1, max: RATE_LIMIT_MAX, optional: true, nullable: true } as const;
 
-export const createParams = { $$strict: true, url, events, description } as const;
+export const createParams = { $$strict: true, url, events, description, rate_limit } as const;
 export interface CreateParams {
   url: string;
   events: string[];
   description?: string;
+  rate_limit?: number | null;
 }
 
 export const listParams = {
@@ -29,6 +33,7 @@ export const updateParams = {
   url: { ...url, optional: true },
   events: { ...events, optional: true },
   description: { ...description, nullable: true },
+  rate_limit,
   status: { type: "enum", values: ["enabled", "disabled"], optional: true },
 } as const;
 /** Fields PATCH may leave out but not set to null. */
@@ -38,6 +43,7 @@ export interface UpdateParams {
   url?: string;
   events?: string[];
   description?: string | null;
+  rate_limit?: number | null;
   status?: "enabled" | "disabled";
 }
 

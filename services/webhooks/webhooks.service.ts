@@ -90,6 +90,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
           url,
           events,
           description: ctx.params.description ?? null,
+          rate_limit: ctx.params.rate_limit ?? null,
           status: "enabled",
           disabled_reason: null,
           secret: generateSecret(),
@@ -127,11 +128,12 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
         refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
-        const { url, events, description, status } = ctx.params;
+        const { url, events, description, rate_limit, status } = ctx.params;
         const set: Partial<WebhookDoc> = { updated_at: nowIso() };
         if (url !== undefined) set.url = await this.checkUrl(url, tenant);
         if (events !== undefined) set.events = checkSubscription(events);
         if (description !== undefined) set.description = description;
+        if (rate_limit !== undefined) set.rate_limit = rate_limit;
         if (status !== undefined && status !== current.status) {
           set.status = status;
           set.disabled_reason = status === "disabled" ? "disabled through the API" : null;

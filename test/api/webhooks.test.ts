@@ -73,6 +73,7 @@ describe("POST /webhooks and its siblings", () => {
       disabled_reason: null,
       environment: "live",
       consecutive_failures: 0,
+      rate_limit: null,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       created_at: expect.stringMatching(/Z$/),
       updated_at: expect.stringMatching(/Z$/),

@@ -176,6 +176,32 @@ describe("webhook delivery over NATS", () => {
     );
   });
 
+  it("keeps a throttled webhook under its rate_limit with two dispatcher nodes sending, and delivers everything", async () => {
+    // d2 was killed above: d1 and a new d3 send; each takes its share of the limit.
+    dispatcher("d3");
+    const limit = 10;
+    const res = await api(gw, "POST", "/webhooks", {
+      key: admin,
+      body: { url: rx.url("/throttled"), events: ["throttle.test"], rate_limit: limit },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data.rate_limit).toBe(limit);
+    rx.setSecret("/throttled", res.body.data.secret);
+    const ids = await burst("throttle.test", 50);
+    await rx.waitFor(() => new Set(rx.byPath("/throttled").map((r) => r.json.id)).size === ids.length, 60_000);
+    const got = rx.byPath("/throttled");
+    expect(new Set(got.map((r) => r.json.id))).toEqual(new Set(ids));
+    expect(got.every((r) => r.verified)).toBe(true);
+    const at = got.map((r) => r.at).sort((a, b) => a - b);
+    // Each node spaces its own sends; two nodes' sends may fall a few ms closer than 1/limit.
+    for (let i = 0; i + limit + 2 < at.length; i++) expect({ i, window: at[i + limit + 2] - at[i] >= 1000 }).toEqual({ i, window: true });
+    const rate = ((at.length - 1) * 1000) / (at[at.length - 1] - at[0]);
+    expect(rate).toBeLessThanOrEqual(limit * 1.05);
+    // Shared, not split: the two nodes together send near the limit (a per-node share sent 6/s here).
+    expect(rate).toBeGreaterThan(limit * 0.8);
+    console.log(`throttle over two dispatchers: rate_limit ${limit}/s, measured ${rate.toFixed(2)}/s at the receiver`);
+  });
+
   it("sends again, under the same delivery id, what a dispatcher killed between attempt and write had sent; the log holds it once", async () => {
     // The first attempt is made before the delivery's row is written (one write per delivery):
     // only the dispatcher killed here may run, so what it sent and never wrote is known.

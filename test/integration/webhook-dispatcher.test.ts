@@ -46,6 +46,7 @@ function addWebhook(id: string, path: string, status: Target["status"] = "enable
     status,
     secrets: [newSecret()],
     consecutive_failures: 0,
+    rate_limit: null,
   };
   receiver.setSecret(path, hook.secrets);
   webhooks.set(id, hook);
