@@ -1,5 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { newId } from "./ids";
+import { forwardToListeners } from "./listeners";
 import type { AtomicWrite, Collection, Doc, Environment, Store } from "./storage/types";
 
 /**
@@ -130,6 +131,7 @@ export async function recordWith(
   const written = await store.atomically([...writes, { op: "insert", collection: events, doc: event }]);
   if (!written) return null;
   broker.emit(EVENT_STORED, { event }).catch(() => undefined);
+  forwardToListeners(broker, event);
   return written.slice(0, writes.length);
 }
 
@@ -139,5 +141,6 @@ export async function recordEvent(events: Collection<EventDoc>, broker: ServiceB
   await events.insert(doc);
   // A lost wake-up only delays the reaction until the next sweep of the log.
   broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);
+  forwardToListeners(broker, doc);
   return doc;
 }

@@ -75,9 +75,12 @@ const operationId = (route: RouteDef) => route.action.replace(/[.-](\w)/g, (_m, 
 export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Record<string, ServiceSchema<any, any, any>>>): Json {
   const actions = new Map<string, Json>();
   for (const schema of Object.values(schemas)) {
-    for (const [name, action] of Object.entries(schema?.actions ?? {})) {
-      const params = (action as { params?: Json } | undefined)?.params;
-      if (params) actions.set(`${schema!.name}.${name}`, params);
+    // A service's own actions win over its mixins' of the same name, as Moleculer merges them.
+    for (const part of [...(schema?.mixins ?? []), schema]) {
+      for (const [name, action] of Object.entries(part?.actions ?? {})) {
+        const params = (action as { params?: Json } | undefined)?.params;
+        if (params) actions.set(`${schema!.name}.${name}`, params);
+      }
     }
   }
   const paths: Record<string, Json> = {};

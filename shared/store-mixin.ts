@@ -1,4 +1,5 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
+import { ListenerAnnouncementsMixin } from "./listeners";
 import { boundStoreOf, settingsOf } from "./runtime";
 import { openStore } from "./storage";
 import type { Store } from "./storage/types";
@@ -28,6 +29,8 @@ async function release(broker: ServiceBroker): Promise<void> {
 
 /** Gives a service `this.store`, the storage interface of contract section 1. */
 export const StoreMixin: Partial<ServiceSchema> = {
+  // Whoever has the store may store events: it keeps track of which tenants a listener streams.
+  mixins: [ListenerAnnouncementsMixin],
   created() {
     (this as unknown as { store: Store }).store = acquire(this.broker);
   },

@@ -22,6 +22,7 @@ import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboa
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
+import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
 import { matchRoute, type RouteDef } from "./routes";
 
@@ -52,7 +53,7 @@ interface Exchange {
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
 }
 
-interface GatewayVars {
+interface GatewayVars extends ListenVars {
   broker: ServiceBroker;
   store: Store;
   identities: IdentityCache;
@@ -85,12 +86,18 @@ interface GatewayVars {
   /** Failed store probes of /ready, logged once per kind of failure. */
   storeProbe: FailureLog;
 }
-interface GatewayMethods {
+interface GatewayMethods extends ListenMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
   serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   /** `path` is the URL without its query, `search` the query (without "?"), or null. */
-  handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown }>;
+  handle(
+    req: IncomingMessage,
+    x: Exchange,
+    path: string,
+    search: string | null,
+    res: ServerResponse,
+  ): Promise<{ status: number; body: unknown }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
@@ -134,7 +141,7 @@ class Replay {
  */
 const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars> = {
   name: "gateway",
-  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin],
+  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin, ListenMixin],
 
   settings: {
     port: 3000,
@@ -186,7 +193,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       try {
         if (this.stopping) throw new ApiError("service_unavailable", "This gateway is stopping; retry on another", { retry_after: 1 });
         // A replay comes back as a thrown Replay (see renderError), never as an answer here.
-        const { status, body } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
+        const { status, body } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1), res);
         this.send(res, x, status, body);
       } catch (err) {
         this.renderError(res, x, req.method ?? "GET", err);
@@ -206,7 +213,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
     },
 
-    async handle(req, x, path, search) {
+    async handle(req, x, path, search, res) {
       // Every request spends its address's budget first, before it costs anything else.
       const byAddress = this.addressLimiter.hit(x.address);
       if (!byAddress.allowed) {
@@ -238,6 +245,11 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
       checkPageNumbers(query);
+      // A stream (GET /listen) writes its own answer: `send` then finds the headers sent.
+      if (route.stream) {
+        await this.openStream(req, res, caller, x.requestId, query);
+        return { status: 200, body: null };
+      }
       const body = await readJsonBody(req, this.bodyTimeoutMs - (performance.now() - x.start));
       x.unreadBody = false;
       // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.

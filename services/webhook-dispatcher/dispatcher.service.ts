@@ -14,6 +14,7 @@ import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../sha
 import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
+import { ListenerAttemptsMixin } from "./listener-attempts";
 import { Sender } from "./sender";
 
 /** A webhook as the webhooks service hands it out (see its `subscribers` action). */
@@ -89,7 +90,8 @@ interface DispatcherMethods {
  */
 const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
-  mixins: [StoreMixin],
+  // The CLI's listener sessions' part of the delivery log (listener-attempts.ts).
+  mixins: [StoreMixin, ListenerAttemptsMixin],
 
   events: {
     /** Wake-up from whoever stored an event; one dispatcher node gets each. */
