@@ -610,6 +610,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     // kept-alive clients cannot hold this node open; idle connections are closed at once.
     this.stopping = true;
     (this as unknown as { server?: Server }).server?.closeIdleConnections();
+    this.closeStreams();
     for (const timer of this.timers) clearInterval(timer);
     await Promise.all([this.flushUsage(), this.flushMeter()]);
     // moleculer-web's own `stopped` (a mixin's) closes the server after this one has run; the

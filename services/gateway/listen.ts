@@ -46,6 +46,8 @@ export interface ListenMethods {
   /** Answers the request with the stream (headers written here, so the caller's `send` does nothing). */
   openStream(req: IncomingMessage, res: ServerResponse, caller: Caller, requestId: string, query: Record<string, unknown>): Promise<void>;
   announceListeners(): void;
+  /** Ends every stream (the node stops): open streams would hold the HTTP server's close. */
+  closeStreams(): void;
 }
 
 const tenantKey = (t: ListenedTenant) => `${t.org_id}\n${t.environment}`;
@@ -56,8 +58,8 @@ export function parsePatterns(raw: string | undefined): string[] {
   const patterns = [...new Set(raw.split(",").map((p) => p.trim()))].filter(Boolean);
   if (patterns.length > MAX_PATTERNS) throw invalidParam("events", `At most ${MAX_PATTERNS} event types`);
   for (const p of patterns) {
-    const stem = p.endsWith(".*") ? `${p.slice(0, -2)}.x` : p;
-    const ok = p === "*" || (p.length <= EVENT_TYPE_MAX && (EVENT_TYPE_PATTERN.test(stem) || /^[a-z][a-z0-9_]*$/.test(p.slice(0, -2))));
+    // A prefix is a type's first parts: `order.*` stands for `order.x`, `order.line.*` for `order.line.x`.
+    const ok = p === "*" || (p.length <= EVENT_TYPE_MAX && EVENT_TYPE_PATTERN.test(p.endsWith(".*") ? `${p.slice(0, -2)}.x` : p));
     if (!ok) throw invalidParam("events", `'${p}' is not an event type, a prefix such as 'order.*', or '*'`);
   }
   return patterns;
@@ -117,6 +119,8 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
         "Content-Type": "text/event-stream; charset=utf-8",
         "Cache-Control": "no-store",
         "X-Accel-Buffering": "no",
+        // Never reused for another request: once the stream ends, so does its connection.
+        Connection: "close",
         "Request-Id": requestId,
       });
       res.write(sse("session", { id: stream.id, secret: stream.secret, ...tenant, events: patterns }));
@@ -129,6 +133,14 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
         if (![...this.streams.values()].some((s) => tenantKey(s.tenant) === key)) this.announceListeners();
       });
       req.socket.setKeepAlive(true, PING_MS);
+    },
+
+    closeStreams() {
+      if (this.streams.size === 0) return;
+      // The CLI reconnects, to another gateway behind the same address if there is one.
+      for (const s of this.streams.values()) s.res.end(sse("closing", { reason: "the gateway is stopping" }));
+      this.streams.clear();
+      this.announceListeners();
     },
 
     announceListeners() {
@@ -156,10 +168,7 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
 
   stopped() {
     clearInterval(this.listenTimer);
-    // Open streams would hold the HTTP server's close: end them (the CLI reconnects elsewhere).
-    for (const s of this.streams.values()) s.res.end(sse("closing", { reason: "the gateway is stopping" }));
-    this.streams.clear();
-    this.announceListeners();
+    this.closeStreams();
   },
 };
 
