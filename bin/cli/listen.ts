@@ -28,6 +28,11 @@ interface Session {
 }
 
 const EXCERPT_BYTES = 1024;
+/**
+ * The gateway writes a comment line every 15 s on an idle stream: this long without a byte, the
+ * gateway's machine is gone (a dead process resets the connection at once), so reconnect.
+ */
+const SILENCE_MS = 50_000;
 /** Reconnections after the stream ends (a gateway stopped), each after a longer wait, before giving up. */
 const RECONNECTS = 5;
 
@@ -112,10 +117,27 @@ async function forward(api: Api, out: Output, session: Session, d: Delivery, opt
 /** One session: until its stream ends; answers whether it ever started. */
 async function session(api: Api, out: Output, opts: ListenOptions, signal: AbortSignal): Promise<boolean> {
   const query = opts.events ? `?events=${encodeURIComponent(opts.events)}` : "";
-  const res = await api.open(`/listen${query}`, signal);
+  const silent = new AbortController();
+  const res = await api.open(`/listen${query}`, AbortSignal.any([signal, silent.signal]));
   let current: Session | undefined;
   let queue = Promise.resolve();
-  for await (const { event, data } of sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)) {
+  let watchdog = setTimeout(() => silent.abort(), SILENCE_MS);
+  const heard = (chunk: Uint8Array) => {
+    clearTimeout(watchdog);
+    watchdog = setTimeout(() => silent.abort(), SILENCE_MS);
+    return chunk;
+  };
+  const body = (async function* () {
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) yield heard(chunk);
+    } catch (err) {
+      if (!silent.signal.aborted) throw err;
+      out.warn(`nothing from the gateway for ${SILENCE_MS / 1000} s`);
+    } finally {
+      clearTimeout(watchdog);
+    }
+  })();
+  for await (const { event, data } of sseEvents(body)) {
     if (event === "session") {
       current = JSON.parse(data) as Session;
       const types = current.events.length > 0 ? current.events.join(", ") : "every event type";

@@ -331,6 +331,32 @@ describe("through two gateway nodes over NATS", () => {
       const log = await api(gwA, "GET", `/listen/${session.id}/deliveries`, { key });
       return log.body.data?.some((d: any) => d.event_id === got.json.id && d.attempts[0].status_code === 200);
     });
+
+    // Gateway B stops: the stream ends with a word why, and the CLI opens a new session once B is back.
+    await nodes[1].kill("SIGTERM");
+    await waitFor("the closing notice", () =>
+      listener.output().includes("warning: the gateway closed the stream: the gateway is stopping"),
+    );
+    nodes.push(startNode("cli-b2", { ...common, PORT: String(portB), SERVICES: "gateway" }));
+    await waitFor("a second session", () => jsonLines(listener).filter((l) => l.kind === "session").length === 2, 30_000);
+    const second = jsonLines(listener).filter((l) => l.kind === "session")[1];
+    expect(second.id).not.toBe(session.id);
+    rx.setSecret("/two", second.secret);
+    const before = rx.byPath("/two").length;
+    await waitFor(
+      "an event at the new session",
+      async () => {
+        await api(gwA, "POST", "/events", { key, body: { type: "cross.again", data: {} } });
+        return rx.byPath("/two").length > before;
+      },
+      15_000,
+    );
+    expect(
+      rx
+        .byPath("/two")
+        .slice(before)
+        .every((r) => r.verified && r.json.type === "cross.again"),
+    ).toBe(true);
     await listener.kill();
   });
 });
