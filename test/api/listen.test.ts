@@ -122,6 +122,17 @@ describe("GET /v1/listen", () => {
   });
 });
 
+describe("the API reference", () => {
+  it("documents the stream as Server-Sent Events, with its events parameter, and the report's body", async () => {
+    const doc = (await api(p.baseUrl, "GET", "/openapi.json")).body;
+    const stream = doc.paths["/listen"].get;
+    expect(Object.keys(stream.responses["200"].content)).toEqual(["text/event-stream"]);
+    expect(stream.parameters).toEqual([{ name: "events", in: "query", required: false, schema: { type: "string", maxLength: 5000 } }]);
+    const report = doc.paths["/listen/{id}/attempts"].post.requestBody.content["application/json"].schema;
+    expect(report.required.sort()).toEqual(["delivery_id", "duration_ms", "event_id", "status_code"]);
+  });
+});
+
 describe("the listener's delivery log", () => {
   it("stores a reported answer once, in the reporter's tenant only, and lists it", async () => {
     const event = await emit(globex.live, "report.me");
