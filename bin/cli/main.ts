@@ -166,12 +166,13 @@ const COMMANDS: Record<string, Command> = {
         const { data: deliveries } = await api.call<any[]>("GET", `/webhooks/${id}/deliveries?limit=20`);
         const delivery = deliveries.find((d) => d.event_id === event.id && d.attempts.length > 0);
         if (delivery) {
-          const last = delivery.attempts[delivery.attempts.length - 1];
+          // The first attempt decides, even if a retry has already followed it.
+          const first = delivery.attempts[0];
           c.out.line(
             delivery,
-            `${delivery.id} ${type}: attempt ${last.number} → ${last.status_code ?? "no answer"} (${last.duration_ms} ms)${last.error ? ` ${last.error}` : ""}`,
+            `${delivery.id} ${type}: attempt ${first.number} → ${first.status_code ?? "no answer"} (${first.duration_ms} ms)${first.error ? ` ${first.error}` : ""}`,
           );
-          return last.status_code !== null && last.status_code < 300 ? 0 : 1;
+          return first.status_code !== null && first.status_code < 300 ? 0 : 1;
         }
         if (Date.now() > until) throw new Error(`no attempt for event ${event.id} within the time-out`);
         await new Promise((r) => setTimeout(r, 250));

@@ -1,5 +1,6 @@
 import { Webhook } from "standardwebhooks";
-import { cliRun, startCli, type Proc } from "../../tools/procs";
+import { spawnSync } from "node:child_process";
+import { SERVER_JS, cliRun, startCli, type Proc } from "../../tools/procs";
 import {
   freePort,
   runCli,
@@ -67,8 +68,8 @@ describe("the command line itself", () => {
   });
 
   it("refuses to start on Node 20 with one line naming the Node to use (the CLI and the server)", () => {
-    for (const entry of [["--help"], ["orgs", "list"]]) {
-      const res = cliRun(entry, {}, SYSTEM_NODE);
+    const server = spawnSync(SYSTEM_NODE, [SERVER_JS], { encoding: "utf8", timeout: 30_000 });
+    for (const res of [cliRun(["--help"], {}, SYSTEM_NODE), cliRun(["orgs", "list"], {}, SYSTEM_NODE), server]) {
       expect(res.status).toBe(1);
       expect(res.stderr.trim().split("\n")).toHaveLength(1);
       expect(res.stderr).toMatch(/^This needs Node\.js 24 or newer, not 20\.\d+\.\d+: use npm start \/ npm run cli, or the project's Node/);
@@ -88,7 +89,12 @@ describe("against one server process", () => {
     dir = tempDir();
     rx = await startReceiver();
     const port = await freePort();
-    server = startNode("cli-solo", { DATA_DIR: dir.path, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
+    server = startNode("cli-solo", {
+      DATA_DIR: dir.path,
+      PORT: String(port),
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      WEBHOOK_RETRY_DELAYS_MS: "100,100,100,100",
+    });
     gw = `http://127.0.0.1:${port}/v1`;
     // The server marks DATA_DIR once it runs: then `orgs create` does not warn.
     await waitFor(
@@ -251,6 +257,25 @@ describe("against one server process", () => {
     expect(rx.byPath("/hook-cli").map((r) => r.verified)).toEqual([true]);
     await waitFor("the attempt in the tail", () => jsonLines(tail).some((l) => l.delivery_id === delivery.id));
     expect(jsonLines(tail)).toEqual([expect.objectContaining({ delivery_id: delivery.id, number: 1, status_code: 200 })]);
+    await tail.kill();
+  });
+
+  it("deliveries tail follows every webhook and a delivery's retries; webhooks test exits 1 when the first attempt fails", async () => {
+    rx.behave("/flaky", (n) => ({ status: n === 1 ? 500 : 200 }));
+    const hook = JSON.parse(cliRun(["webhooks", "create", "--url", rx.url("/flaky"), "--events", "flaky.happened", "--json"], env).stdout);
+    rx.setSecret("/flaky", hook.secret);
+    const tail = cli(["deliveries", "tail", "--json"], env);
+    await waitFor("the tail to start", () => /following \d+ delivery log/.test(tail.output()));
+    const tester = cli(["webhooks", "test", hook.id, "--json"], env);
+    expect(await new Promise((done) => tester.child.once("exit", done))).toBe(1);
+    const [tested] = jsonLines(tester);
+    expect({ webhook_id: tested.webhook_id, first: tested.attempts[0].status_code }).toEqual({ webhook_id: hook.id, first: 500 });
+    await waitFor("both attempts in the tail", () => jsonLines(tail).filter((l) => l.webhook_id === hook.id).length >= 2);
+    const attempts = jsonLines(tail).filter((l) => l.webhook_id === hook.id);
+    expect(attempts.map((a) => [a.number, a.status_code])).toEqual([
+      [1, 500],
+      [2, 200],
+    ]);
     await tail.kill();
   });
 
