@@ -166,6 +166,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       params: { key_id: { type: "string", optional: true }, org_id: { type: "string", optional: true } },
       handler(ctx: Context<Invalidation>) {
         this.identities.invalidate(ctx.params);
+        this.checkStreams();
         this.logger.debug("Identity invalidated", ctx.params);
         return true;
       },

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import type { Caller } from "../../shared/context";
-import { invalidParam } from "../../shared/errors";
+import { ApiError, invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_MAX, EVENT_TYPE_PATTERN } from "../../shared/events";
 import { newId } from "../../shared/ids";
 import {
@@ -15,6 +15,7 @@ import {
   type ListenerEvent,
 } from "../../shared/listeners";
 import { SECRET_PREFIX, deliveryHeaders } from "../../shared/signing";
+import type { IdentityCache } from "./identity-cache";
 
 /**
  * `GET /v1/listen`: a Server-Sent Events stream of the caller's tenant's events, each as a signed
@@ -31,6 +32,9 @@ const MAX_PATTERNS = 50;
 
 interface Stream {
   id: string;
+  /** The key that opened it, looked up again now and then: a revoked or expired key's stream ends. */
+  token: string;
+  key_id: string;
   secret: string;
   tenant: ListenedTenant;
   patterns: string[];
@@ -39,6 +43,7 @@ interface Stream {
 
 export interface ListenVars {
   streams: Map<string, Stream>;
+  identities: IdentityCache;
   listenTimer: NodeJS.Timeout | undefined;
   answered: number;
 }
@@ -48,6 +53,8 @@ export interface ListenMethods {
   announceListeners(): void;
   /** Ends every stream (the node stops): open streams would hold the HTTP server's close. */
   closeStreams(): void;
+  /** Ends the streams whose key was revoked or expired (after an invalidation, and every few seconds). */
+  checkStreams(): void;
 }
 
 const tenantKey = (t: ListenedTenant) => `${t.org_id}\n${t.environment}`;
@@ -106,10 +113,13 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
       const tenant = { org_id: caller.org_id, environment: caller.environment };
       const key = tenantKey(tenant);
       if ([...this.streams.values()].filter((s) => tenantKey(s.tenant) === key).length >= MAX_STREAMS_PER_TENANT) {
-        throw invalidParam("events", `At most ${MAX_STREAMS_PER_TENANT} listeners per environment on one gateway; stop one first`);
+        throw new ApiError("quota_exceeded", `At most ${MAX_STREAMS_PER_TENANT} listeners per environment on one gateway; stop one first`);
       }
       const stream: Stream = {
         id: `ls_${newId("del").slice(4)}`,
+        // authenticate() accepted this header's shape.
+        token: /^Bearer\s+(\S+)/i.exec(req.headers.authorization ?? "")?.[1] ?? "",
+        key_id: caller.key_id,
         secret: `${SECRET_PREFIX}${randomBytes(24).toString("base64")}`,
         tenant,
         patterns,
@@ -143,6 +153,21 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
       this.announceListeners();
     },
 
+    checkStreams() {
+      for (const s of this.streams.values()) {
+        this.identities.get(s.token).then(
+          (identity) => {
+            const expired = identity.expires_at !== null && Date.parse(identity.expires_at) <= Date.now();
+            if (identity.status === "revoked" || this.identities.wasRevoked(s.key_id) || expired) {
+              s.res.end(sse("closing", { reason: expired ? "the API key expired" : "the API key was revoked" }));
+            }
+          },
+          // The key's lookup failing (auth out of reach) ends nothing: the next check retries it.
+          () => undefined,
+        );
+      }
+    },
+
     announceListeners() {
       const tenants = new Map<string, ListenedTenant>();
       for (const s of this.streams.values()) tenants.set(tenantKey(s.tenant), s.tenant);
@@ -160,6 +185,7 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
     this.listenTimer = setInterval(() => {
       if (this.streams.size === 0) return;
       this.announceListeners();
+      this.checkStreams();
       // A comment line now and then: proxies keep the stream open, and a dead client is found.
       if (++beat % Math.round(PING_MS / ANNOUNCE_MS) === 0) for (const s of this.streams.values()) s.res.write(": ping\n\n");
     }, ANNOUNCE_MS);

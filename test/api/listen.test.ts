@@ -101,6 +101,28 @@ describe("GET /v1/listen", () => {
     expectError(await api(p.baseUrl, "GET", "/listen?other=1", { key: acme.test }), 400, "parameter_unknown", "other");
   });
 
+  it("ends a stream when its key is revoked", async () => {
+    const made = await api(p.baseUrl, "POST", "/api-keys", { key: globex.live, body: { name: "listener", scopes: ["webhooks:write"] } });
+    const s = await listen(made.body.data.key);
+    expect((await api(p.baseUrl, "DELETE", `/api-keys/${made.body.data.id}`, { key: globex.live })).status).toBe(200);
+    await waitFor("the stream to end", () => s.ended(), 5_000);
+    expect(s.events.at(-1)).toEqual({ event: "closing", data: { reason: "the API key was revoked" } });
+    await s.close();
+  });
+
+  it("holds at most 10 streams of one environment on a gateway (400 quota_exceeded)", async () => {
+    const streams = [];
+    for (let i = 0; i < 10; i++) streams.push(await listen(globex.test));
+    expectError(await api(p.baseUrl, "GET", "/listen", { key: globex.test }), 400, "quota_exceeded");
+    await streams.pop()!.close();
+    await waitFor("a stream's place freed", async () => {
+      const res = await fetch(`${p.baseUrl}/listen`, { headers: { authorization: `Bearer ${globex.test}` } });
+      await res.body?.cancel();
+      return res.status === 200;
+    });
+    for (const s of streams) await s.close();
+  });
+
   it("broadcasts an event to the gateways only while a stream listens to its tenant", async () => {
     const broadcast = jest.spyOn(p.broker, "broadcast");
     const sent = () => broadcast.mock.calls.filter(([name]) => name === LISTENER_EVENT).length;
