@@ -1,5 +1,7 @@
+import "./node-check";
 import { loadSettings, SettingsError } from "../shared/config";
 import { createBroker } from "../shared/broker";
+import { markServer } from "./server-mark";
 
 /** `npm start`: the services SERVICES names (all by default) on this process. */
 async function main(): Promise<void> {
@@ -24,6 +26,9 @@ async function main(): Promise<void> {
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
   await broker.start();
+  // For the CLI: a server uses this DATA_DIR (bin/server-mark.ts).
+  const unmark = markServer(settings, broker.nodeID);
+  process.once("exit", unmark);
   if (settings.services.includes("gateway")) {
     broker.logger.info(`API listening on http://${settings.host === "0.0.0.0" ? "localhost" : settings.host}:${settings.port}/v1`);
   }

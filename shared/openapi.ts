@@ -111,10 +111,16 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       ...(parameters.length > 0 && { parameters }),
       ...(requestBody && { requestBody }),
       responses: {
-        [status]: {
-          description: "OK",
-          content: { "application/json": { schema: { $ref: route.list ? "#/components/schemas/List" : "#/components/schemas/Item" } } },
-        },
+        [status]: route.stream
+          ? {
+              description:
+                "Server-Sent Events: `session` (id, secret, tenant, types) first, then one `delivery` (id, event_id, event_type, headers, body) per event",
+              content: { "text/event-stream": { schema: { type: "string" } } },
+            }
+          : {
+              description: "OK",
+              content: { "application/json": { schema: { $ref: route.list ? "#/components/schemas/List" : "#/components/schemas/Item" } } },
+            },
         default: { description: "An error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
       },
     };

@@ -74,6 +74,24 @@ export function runCli(args: string[], env: Record<string, string>): CliOrg {
   return JSON.parse(res.stdout) as CliOrg;
 }
 
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The CLI run to its end, whatever it answers; `node` is the Node binary (default: this one). */
+export function cliRun(args: string[], env: Record<string, string>, node = process.execPath): CliResult {
+  const res = spawnSync(node, [CLI_JS, ...args], { env: { ...process.env, ...env }, encoding: "utf8", timeout: 30_000 });
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** A CLI command that keeps running (listen, tail): its output as it comes; stopped with kill(). */
+export function startCli(args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [CLI_JS, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  return track(`cli ${args.slice(0, 2).join(" ")}`, child);
+}
+
 /** Peak resident memory of a process, in MiB (Linux). */
 export function peakRssMiB(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;

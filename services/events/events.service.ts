@@ -28,6 +28,7 @@ import {
   type RunRef,
 } from "../../shared/retention";
 import { settingsOf } from "../../shared/runtime";
+import { forwardToListeners, ListenerAnnouncementsMixin } from "../../shared/listeners";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec, type Doc, type Filter } from "../../shared/storage/types";
 import { checkEmittable } from "./events.logic";
@@ -81,7 +82,8 @@ type Ctx<P> = Context<P, CallMeta>;
 /** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
 const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVars> = {
   name: "events",
-  mixins: [StoreMixin(STORE)],
+  // The event log's one writer also hands events to the gateways holding listener streams (shared/listeners.ts).
+  mixins: [StoreMixin(STORE), ListenerAnnouncementsMixin],
 
   actions: {
     /** POST /events — events:write */
@@ -182,7 +184,10 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
         );
         const fresh = stored.filter((doc): doc is EventDoc => doc !== null);
         // A lost wake-up only delays the reaction until the next sweep of the log.
-        for (const event of fresh) this.broker.emit(EVENT_STORED, { event }).catch(() => undefined);
+        for (const event of fresh) {
+          this.broker.emit(EVENT_STORED, { event }).catch(() => undefined);
+          forwardToListeners(this.broker, event);
+        }
         return fresh.map((doc) => doc.id);
       },
     },
@@ -213,6 +218,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
       await this.events.insert(doc);
       // A lost wake-up only delays the reaction until the next sweep of the log.
       this.broker.emit(EVENT_STORED, { event: doc }).catch(() => undefined);
+      forwardToListeners(this.broker, doc);
       return doc;
     },
 

@@ -22,6 +22,7 @@ import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboa
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
+import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
 import { matchRoute, type RouteDef } from "./routes";
 
@@ -56,7 +57,7 @@ const STORE = declareStore({
   owns: { idempotencyKeys: collectionSpec<IdempotencyDoc>("idempotency_keys", [{ fields: { expires_at: 1 } }]) },
 });
 
-interface GatewayVars extends StoreVars<typeof STORE> {
+interface GatewayVars extends StoreVars<typeof STORE>, ListenVars {
   broker: ServiceBroker;
   identities: IdentityCache;
   /** Drops the cache on every reconnect to NATS; 503 while NATS is out of reach (see bus-guard.ts). */
@@ -88,12 +89,18 @@ interface GatewayVars extends StoreVars<typeof STORE> {
   /** Failed store probes of /ready, logged once per kind of failure. */
   storeProbe: FailureLog;
 }
-interface GatewayMethods {
+interface GatewayMethods extends ListenMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** GET /dashboard/…: the built browser dashboard, which calls only the /v1 API. */
   serveDashboard(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
   /** `path` is the URL without its query, `search` the query (without "?"), or null. */
-  handle(req: IncomingMessage, x: Exchange, path: string, search: string | null): Promise<{ status: number; body: unknown }>;
+  handle(
+    req: IncomingMessage,
+    x: Exchange,
+    path: string,
+    search: string | null,
+    res: ServerResponse,
+  ): Promise<{ status: number; body: unknown }>;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
@@ -137,7 +144,7 @@ class Replay {
  */
 const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars> = {
   name: "gateway",
-  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin(STORE)],
+  mixins: [ApiGateway as unknown as Partial<ServiceSchema>, StoreMixin(STORE), ListenMixin],
 
   settings: {
     port: 3000,
@@ -162,6 +169,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       params: { key_id: { type: "string", optional: true }, org_id: { type: "string", optional: true } },
       handler(ctx: Context<Invalidation>) {
         this.identities.invalidate(ctx.params);
+        this.checkStreams();
         this.logger.debug("Identity invalidated", ctx.params);
         return true;
       },
@@ -189,7 +197,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       try {
         if (this.stopping) throw new ApiError("service_unavailable", "This gateway is stopping; retry on another", { retry_after: 1 });
         // A replay comes back as a thrown Replay (see renderError), never as an answer here.
-        const { status, body } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1));
+        const { status, body } = await this.handle(req, x, path, q < 0 ? null : url.slice(q + 1), res);
         this.send(res, x, status, body);
       } catch (err) {
         this.renderError(res, x, req.method ?? "GET", err);
@@ -209,7 +217,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
     },
 
-    async handle(req, x, path, search) {
+    async handle(req, x, path, search, res) {
       // Every request spends its address's budget first, before it costs anything else.
       const byAddress = this.addressLimiter.hit(x.address);
       if (!byAddress.allowed) {
@@ -241,6 +249,11 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
       checkPageNumbers(query);
+      // A stream (GET /listen) writes its own answer: `send` then finds the headers sent.
+      if (route.stream) {
+        await this.openStream(req, res, caller, x.requestId, query);
+        return { status: 200, body: null };
+      }
       const body = await readJsonBody(req, this.bodyTimeoutMs - (performance.now() - x.start));
       x.unreadBody = false;
       // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
@@ -598,6 +611,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     // kept-alive clients cannot hold this node open; idle connections are closed at once.
     this.stopping = true;
     (this as unknown as { server?: Server }).server?.closeIdleConnections();
+    this.closeStreams();
     for (const timer of this.timers) clearInterval(timer);
     await Promise.all([this.flushUsage(), this.flushMeter()]);
     // moleculer-web's own `stopped` (a mixin's) closes the server after this one has run; the

@@ -16,6 +16,8 @@ export interface RouteDef {
   list?: true;
   /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
   secret?: "key" | "secret";
+  /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.ts). */
+  stream?: true;
 }
 
 export const ROUTES: readonly RouteDef[] = [
@@ -70,6 +72,11 @@ export const ROUTES: readonly RouteDef[] = [
     action: "webhooks.redeliver",
     scope: "webhooks:write",
   },
+
+  // The CLI's `listen --forward-to`: a stream of signed deliveries, and the local answers it reports.
+  { method: "GET", path: "/listen", action: "gateway.listen", scope: "webhooks:write", stream: true },
+  { method: "POST", path: "/listen/{id}/attempts", action: "webhook-dispatcher.listenerAttempt", scope: "webhooks:write", status: 201 },
+  { method: "GET", path: "/listen/{id}/deliveries", action: "webhook-dispatcher.listenerDeliveries", scope: "webhooks:read", list: true },
 ];
 
 const compiled = ROUTES.map((route) => ({

@@ -14,6 +14,7 @@ import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import { claimedDelivery, freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
+import { ListenerAttemptsMixin } from "./listener-attempts";
 import { Sender } from "./sender";
 import { SharedThrottle, THROTTLES } from "./throttle";
 
@@ -133,7 +134,8 @@ interface DispatcherMethods {
  */
 const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
-  mixins: [StoreMixin(STORE)],
+  // The CLI's listener sessions' part of the delivery log (listener-attempts.ts).
+  mixins: [StoreMixin(STORE), ListenerAttemptsMixin],
 
   events: {
     /** Dispatcher nodes come and go: swept events are split among those seen (see fanOut). */
