@@ -1,6 +1,6 @@
 import { ServiceBroker } from "moleculer";
-import { parsePatterns } from "../../services/gateway/listen";
-import { ANNOUNCE_MS, isListened, noteAnnouncement, typeMatches } from "../../shared/listeners";
+import { parsePatterns } from "../../../services/gateway/listen";
+import { ANNOUNCE_MS, isListened, noteAnnouncement, typeMatches } from "../../../shared/listeners";
 
 describe("listener event types", () => {
   it("match all, a prefix, or one type", () => {
