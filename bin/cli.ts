@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { createBroker } from "../shared/broker";
+import { createBroker } from "../app/broker";
 import { loadSettings, SettingsError, type Settings } from "../shared/config";
 import { openStore } from "../shared/storage";
 

@@ -1,5 +1,5 @@
 import { loadSettings, SettingsError } from "../shared/config";
-import { createBroker } from "../shared/broker";
+import { createBroker } from "../app/broker";
 
 /** `npm start`: the services SERVICES names (all by default) on this process. */
 async function main(): Promise<void> {

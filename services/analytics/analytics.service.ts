@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { isDuplicate } from "../../shared/errors";
 import {
@@ -10,7 +10,7 @@ import {
   type RunOutcomeRow,
   type WebhookOutcomeRow,
 } from "../../shared/outcomes";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Store, Tenant } from "../../shared/storage/types";
 import type { UsageBatch } from "../../shared/usage";
@@ -50,7 +50,7 @@ type Ctx<P> = Context<P, CallMeta>;
  * (see shared/outcomes.ts). Any number of analytics nodes may run: ingesting is idempotent per
  * batch row, and questions read only the store, a bounded number of rows each.
  */
-const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, AnalyticsVars> = {
+const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, AnalyticsVars> = {
   name: "analytics",
   mixins: [StoreMixin],
 
@@ -155,7 +155,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     const rows = (name: string) =>
       this.store.collection<StoredRow>(name, [{ fields: { org_id: 1, environment: 1, start: 1 } }, { fields: { start: 1 } }]);
     this.usage = rows("usage_minutes");
-    this.hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
+    this.hourKeepMs = this.settings.config.usageRetentionDays * tierSizes.day;
     this.tiers = new Tiers(
       [
         { name: "minute", size: tierSizes.minute, rows: this.usage, keepMs: KEEP_MINUTES_MS },

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
@@ -24,7 +24,7 @@ import {
   type PruneControl,
   type RunRef,
 } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Doc, type Filter, type Store } from "../../shared/storage/types";
 import { checkEmittable } from "./events.logic";
@@ -65,7 +65,7 @@ interface EventsMethods {
 type Ctx<P> = Context<P, CallMeta>;
 
 /** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
-const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVars> = {
+const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> = {
   name: "events",
   mixins: [StoreMixin],
 
@@ -175,7 +175,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
     },
 
     pruneEvents(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       return prune(
         {
           collection: this.events,

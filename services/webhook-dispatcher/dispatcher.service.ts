@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { deliveriesCollection, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
@@ -7,7 +7,7 @@ import { EVENT_STORED, eventsCollection, payloadOf, type EventDoc, type EventPay
 import { FailureLog } from "../../shared/failure-log";
 import { Tally, webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { deliveryHeaders } from "../../shared/signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
@@ -87,7 +87,7 @@ interface DispatcherMethods {
  * the store (see shared/deliveries.ts), so any number of dispatcher nodes share the work and a node
  * killed mid-way loses nothing.
  */
-const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
+const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
   mixins: [StoreMixin],
 
@@ -338,7 +338,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     },
 
     pruneDeliveries(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       // By creation (ids sort by time); a pending delivery (retrying, or redelivered) stays until it settles.
       return prune(
         {
@@ -353,7 +353,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
   },
 
   created() {
-    const settings = settingsOf(this.broker);
+    const settings = this.settings.config;
     this.deliveries = deliveriesCollection(this.store);
     this.events = eventsCollection(this.store);
     this.timeoutMs = settings.webhookTimeoutMs;

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
@@ -7,7 +7,7 @@ import { eventsCollection, recordWith, type EventDoc } from "../../shared/events
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { newestFirst, type ListResult } from "../../shared/pagination";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
 import {
@@ -64,7 +64,7 @@ interface WebhooksMethods {
 type Ctx<P> = Context<P, CallMeta>;
 
 /** Webhook registrations and their delivery log. Sending is the webhook-dispatcher's job. */
-const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, WebhooksVars> = {
+const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, WebhooksVars> = {
   name: "webhooks",
   mixins: [StoreMixin],
 
@@ -308,7 +308,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
 
     async checkUrl(url, tenant) {
       const checked = await checkTargetUrl(url, {
-        allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets,
+        allowPrivate: this.settings.config.webhookAllowPrivateTargets,
         environment: tenant.environment,
       });
       return checked.href;

@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
@@ -17,7 +17,7 @@ import {
   RUNS_COLLECTION,
   type PruneControl,
 } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Doc, Environment, Filter, Store, Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
@@ -106,7 +106,7 @@ function decision(kind: "cancel" | "approve" | "reject") {
 }
 
 /** Workflow definitions: a trigger and typed steps, versioned on every change. */
-const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, WorkflowsVars> = {
+const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, WorkflowsVars> = {
   name: "workflows",
   mixins: [StoreMixin],
 
@@ -200,7 +200,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
         const run = newRun(workflow, input, { type: "manual" }, now);
         // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
         const minute = now - (now % MINUTE_MS);
-        const limit = settingsOf(this.broker).runStartsPerMinute;
+        const limit = this.settings.config.runStartsPerMinute;
         const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
         if (!(await this.startCounted(tenant, budget, run))) {
           throw new ApiError(
@@ -346,7 +346,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
           const budget = {
             id: root,
             limit: QUOTAS.runs_per_event_chain,
-            expiresAt: now + settingsOf(this.broker).eventRetentionDays * DAY_MS,
+            expiresAt: now + this.settings.config.eventRetentionDays * DAY_MS,
           };
           try {
             // A root event opens its chain's budget once; later links find it (or reopen it when pruned).
@@ -435,7 +435,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     },
 
     async pruneRuns(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
       const before = new Date(retentionCutoff(days, now)).toISOString();
       const runs = await prune(
@@ -448,12 +448,12 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Wo
     },
 
     checkedSteps(steps, tenant) {
-      return checkSteps(steps, { allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets, environment: tenant.environment });
+      return checkSteps(steps, { allowPrivate: this.settings.config.webhookAllowPrivateTargets, environment: tenant.environment });
     },
   },
 
   created() {
-    const settings = settingsOf(this.broker);
+    const settings = this.settings.config;
     this.workflows = this.store.collection<WorkflowDoc>("workflows", [
       // One per filter of the list, each ending in `id`: a page is read in order, never sorted.
       { fields: { org_id: 1, environment: 1, id: -1 } },

@@ -1,4 +1,3 @@
-import AnalyticsService from "../../services/analytics/analytics.service";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -89,10 +88,11 @@ describe("usage analytics", () => {
     const writer = await key(acme.test, ["events:read"]);
     const reader = await key(acme.test, ["analytics:read"]);
     const broker = suite.p.broker;
-    await broker.destroyService(broker.getLocalService("analytics")!);
+    const analytics = broker.getLocalService("analytics")!;
+    await broker.destroyService(analytics);
     for (let i = 0; i < 7; i++) expect((await call("GET", "/events", writer.key)).status).toBe(200);
     await sleep(1500);
-    broker.createService(AnalyticsService);
+    broker.createService(analytics.originalSchema);
     await broker.waitForServices(["analytics"]);
     const counted = await usage(reader.key, "group_by=key", (d) => sum(d.buckets, "key_id", writer.id) === 7);
     expect(sum(counted.buckets, "key_id", writer.id)).toBe(7);

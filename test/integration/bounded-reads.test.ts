@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { ServiceBroker } from "moleculer";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import { eventDoc, eventsCollection, type EventDoc } from "../../shared/events";
 import { MAX_COUNTED } from "../../shared/pagination";
