@@ -14,21 +14,16 @@ let dir: { path: string; remove(): void };
 let core: ServiceBroker;
 let gateway: ServiceBroker;
 
-function node(name: string, services: string): ServiceBroker {
-  const settings = loadSettings({
-    TRANSPORTER: "nats://127.0.0.1:4222",
-    NATS_USER: "platform",
-    NATS_PASSWORD: PASSWORD,
-    DATA_DIR: dir.path,
-    SERVICES: services,
-    NODE_ID: name,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "false",
-  });
-  // Moleculer's in-process transporter: packets are serialized as over NATS, no server needed.
-  return createBroker(settings, { transporter: "Fake" });
-}
+/** Moleculer's in-process transporter: packets are serialized as over NATS, no server needed. */
+const node = (name: string, services: string): ServiceBroker =>
+  createBroker(
+    loadSettings({
+      ...{ TRANSPORTER: "nats://127.0.0.1:4222", NATS_USER: "platform", NATS_PASSWORD: PASSWORD },
+      ...{ DATA_DIR: dir.path, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false" },
+      ...{ SERVICES: services, NODE_ID: name },
+    }),
+    { transporter: "Fake" },
+  );
 
 beforeAll(async () => {
   dir = tempDir();
