@@ -15,6 +15,12 @@ import type { Collection, Doc, Environment, Store } from "./storage/types";
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
+/**
+ * A webhook's signing secret starts with this (then 32 random bytes in base64): the webhooks
+ * service makes secrets, the dispatcher signs deliveries with them (its signing.ts).
+ */
+export const SECRET_PREFIX = "whsec_";
+
 /** Attempts in one series (the first and four retries); a redelivery starts a new series. */
 export const ATTEMPTS_PER_SERIES = 5;
 

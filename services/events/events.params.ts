@@ -27,12 +27,4 @@ export interface ListParams extends PageParams {
 export const typesParams = { $$strict: true, ...offsetParams } as const;
 export type TypesParams = Pick<PageParams, "page" | "per_page">;
 
-export const recordParams = {
-  org_id: { type: "string", min: 1 },
-  environment: { type: "enum", values: ["live", "test"] },
-  type: { type: "string", min: 1, max: EVENT_TYPE_MAX },
-  data: { type: "object" },
-  source: { type: "string", min: 1, max: 64 },
-} as const;
-
 export { idParams, type IdParams } from "../../shared/pagination";

@@ -2,15 +2,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { deliveriesCollection, type DeliveryDoc } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
-import {
-  eventsCollection,
-  eventView,
-  recordEvent,
-  SYSTEM_EVENT_TYPES,
-  type EventDoc,
-  type EventView,
-  type NewEvent,
-} from "../../shared/events";
+import { eventsCollection, eventView, recordEvent, SYSTEM_EVENT_TYPES, type EventDoc, type EventView } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { cappedTotal, checkDepth, MAX_COUNTED, newestFirst, skipOf, type ListResult } from "../../shared/pagination";
 import {
@@ -32,7 +24,6 @@ import {
   emitParams,
   idParams,
   listParams,
-  recordParams,
   typesParams,
   type EmitParams,
   type IdParams,
@@ -132,15 +123,6 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
           page: ctx.params.page,
           per_page: ctx.params.per_page,
         };
-      },
-    },
-
-    /** Internal: services record their domain events here when they do not store them themselves. */
-    record: {
-      visibility: "public",
-      params: recordParams,
-      async handler(ctx: Context<NewEvent>): Promise<EventView> {
-        return eventView(await recordEvent(this.events, this.broker, ctx.params));
       },
     },
 

@@ -14,7 +14,7 @@ import { checkPageNumbers } from "../../shared/pagination";
 import { grants } from "../../shared/scopes";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Store } from "../../shared/storage/types";
-import { Meter } from "../../shared/usage";
+import { Meter } from "./meter";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { hasBody, readJsonBody } from "./body";
 import { BusGuard, busLinkOf } from "./bus-guard";
@@ -31,7 +31,7 @@ const METER_FLUSH_MS = 1_000;
 const METER_MAX_BATCHES = 600;
 const READY_STORE_TIMEOUT_MS = 1_000;
 const SWEEP_INTERVAL_MS = 60_000;
-/** Keys are `svc_live_` + 43 characters; a longer token is refused without a lookup. */
+/** Far longer than any key (API_KEY_PATTERN, shared/identity.ts): refused without asking the auth service. */
 const MAX_TOKEN_LENGTH = 200;
 
 /** What the gateway learns about one request along the way. */

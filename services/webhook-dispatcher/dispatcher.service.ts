@@ -8,7 +8,7 @@ import { FailureLog } from "../../shared/failure-log";
 import { Tally, webhookOutcomesCollection, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
-import { deliveryHeaders } from "../../shared/signing";
+import { deliveryHeaders } from "./signing";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store, type Tenant } from "../../shared/storage/types";
 import { claimedDelivery, outcomeOf, settlement, subscribes, type Claimed } from "./dispatcher.logic";

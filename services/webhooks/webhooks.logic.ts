@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { QUOTAS } from "../../shared/quotas";
-import { SECRET_PREFIX } from "../../shared/signing";
+import { SECRET_PREFIX } from "../../shared/deliveries";
 import type { Doc, Environment } from "../../shared/storage/types";
 
 /** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */

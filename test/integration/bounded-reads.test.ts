@@ -168,7 +168,11 @@ async function growTo(total: number): Promise<void> {
     const batch = Math.min(100, total - emitted);
     await Promise.all(
       Array.from({ length: batch }, (_, i) =>
-        broker.call("events.record", { ...tenant, type: "load.tick", data: { i: emitted + i }, source: "load" }),
+        broker.call(
+          "events.emit",
+          { type: "load.tick", data: { i: emitted + i } },
+          { meta: { auth: { ...tenant, key_id: "key_load", scopes: [] } } },
+        ),
       ),
     );
     emitted += batch;

@@ -74,7 +74,11 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   // Half the events through each node: both dispatchers and both engines take work.
   await Promise.all(
     Array.from({ length: total }, (_, i) =>
-      (i % 2 ? a : b).call("events.record", { ...tenant, type: "c.tick", data: { i }, source: "test" }),
+      (i % 2 ? a : b).call(
+        "events.emit",
+        { type: "c.tick", data: { i } },
+        { meta: { auth: { ...tenant, key_id: "key_test", scopes: [] } } },
+      ),
     ),
   );
 

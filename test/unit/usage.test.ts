@@ -1,5 +1,6 @@
 import { windowOf } from "../../services/analytics/analytics.logic";
-import { bucketOf, emptyHistogram, LATENCY_BOUNDS_MS, Meter, quantileOf } from "../../shared/usage";
+import { Meter } from "../../services/gateway/meter";
+import { bucketOf, emptyHistogram, LATENCY_BOUNDS_MS, quantileOf } from "../../shared/usage";
 
 describe("latency histograms", () => {
   it("give p50 and p95 within one bucket of the true quantiles", () => {
