@@ -14,6 +14,7 @@ import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Store, Tenant } from "../../shared/storage/types";
 import type { UsageBatch } from "../../shared/usage";
+import type { OutcomeReport, UsageReport } from "../../shared/wire";
 import { deliveryOutcomes, groupBy, outcomeWindow, runOutcomes, usageBuckets, windowOf } from "./analytics.logic";
 import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
 import { Tiers, tierSizes, type StoredRow, type TierState } from "./tiers";
@@ -88,7 +89,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
     /** GET /analytics/usage — analytics:read; requests per hour or day, optionally per route, status or key. */
     usage: {
       params: usageParams,
-      async handler(ctx: Ctx<UsageParams>) {
+      async handler(ctx: Ctx<UsageParams>): Promise<UsageReport> {
         const { granularity, group_by } = ctx.params;
         const window = windowOf(ctx.params.from, ctx.params.to, granularity);
         const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to, granularity);
@@ -105,7 +106,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
     /** GET /analytics/workflows — analytics:read; runs that ended in the window, by status and workflow. */
     workflows: {
       params: windowParams,
-      async handler(ctx: Ctx<WindowParams>) {
+      async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.runOutcomes, tenantOf(ctx), ctx.params);
         return {
           from,
@@ -119,7 +120,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
     /** GET /analytics/webhooks — analytics:read; deliveries created in the window and their attempts, by status and webhook. */
     webhooks: {
       params: windowParams,
-      async handler(ctx: Ctx<WindowParams>) {
+      async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.webhookOutcomes, tenantOf(ctx), ctx.params);
         return {
           from,

@@ -3,7 +3,8 @@ import { invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { QUOTAS } from "../../shared/quotas";
 import { SECRET_PREFIX } from "../../shared/deliveries";
-import type { Doc, Environment } from "../../shared/storage/types";
+import type { Environment } from "../../shared/storage/types";
+import type { Webhook } from "../../shared/wire";
 
 /** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
 export const DISABLE_AFTER_FAILURES = 10;
@@ -12,21 +13,14 @@ export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-export interface WebhookDoc extends Doc {
-  environment: Environment;
-  url: string;
-  events: string[];
-  description: string | null;
-  status: "enabled" | "disabled";
-  disabled_reason: string | null;
+/** A webhook as stored: what the API shows (shared/wire.ts) and its signing secrets. */
+export interface WebhookDoc extends Webhook {
+  org_id: string;
   secret: string;
   previous_secrets: { secret: string; expires_at: string }[];
-  consecutive_failures: number;
-  created_at: string;
-  updated_at: string;
 }
 
-export type WebhookView = Omit<WebhookDoc, "org_id" | "secret" | "previous_secrets">;
+export type WebhookView = Webhook;
 
 /** What the dispatcher needs to send: where, and every secret that signs now (current first). */
 export interface Target {
