@@ -142,3 +142,82 @@ export type OutcomeReport = Outcomes & {
   workflows?: (Outcomes & { workflow_id: string })[];
   webhooks?: (Outcomes & { webhook_id: string })[];
 };
+
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string };
+
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+export interface HttpStep {
+  id: string;
+  type: "http";
+  method: (typeof HTTP_METHODS)[number];
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  timeout_ms: number;
+  retries: number;
+}
+export interface DelayStep {
+  id: string;
+  type: "delay";
+  duration_ms: number;
+}
+export interface ApprovalStep {
+  id: string;
+  type: "approval";
+  message: string | null;
+}
+export interface EmitStep {
+  id: string;
+  type: "emit";
+  event_type: string;
+  data: Record<string, unknown>;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
+
+export interface Workflow {
+  id: string;
+  environment: Environment;
+  name: string;
+  description: string | null;
+  status: "active" | "inactive";
+  trigger: Trigger;
+  steps: Step[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** A run in one of these has ended: nothing changes it any more. */
+export const FINISHED_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as const satisfies readonly RunStatus[];
+
+export type StepStatus = "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
+
+export interface RunStep {
+  id: string;
+  type: Step["type"];
+  status: StepStatus;
+  output: unknown;
+  error: string | null;
+  attempts: number;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+
+export interface Run {
+  id: string;
+  environment: Environment;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  input: Record<string, unknown>;
+  steps: RunStep[];
+  trigger: RunTrigger;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}

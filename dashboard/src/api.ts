@@ -2,6 +2,8 @@
  * The dashboard's only way to the platform: the public /v1 API, with the signed-in key. The
  * resources' types are the server's own (shared/wire.ts), never copies.
  */
+import { FINISHED_RUN_STATUSES } from "../../shared/wire";
+
 export type { Environment } from "../../shared/storage/types";
 export type {
   ApiKey,
@@ -11,10 +13,12 @@ export type {
   OutcomeReport,
   PageMeta,
   PlatformEvent,
+  Run,
   UsageBucket,
   UsageReport,
   Webhook,
   WebhookWithSecret,
+  Workflow,
 } from "../../shared/wire";
 
 /** An error in the API's shape (`{error: {type, code, message, param?, request_id}}`), or a network failure. */
@@ -72,39 +76,4 @@ export async function call<T>(key: string, method: "GET" | "POST" | "PATCH" | "D
   return (parsed?.meta ? parsed : parsed?.data) as T;
 }
 
-export interface Workflow {
-  id: string;
-  name: string;
-  description?: string | null;
-  status: "active" | "inactive";
-  trigger: { type: "manual" } | { type: "event"; event_type: string };
-  steps: { id: string; type: string; [field: string]: unknown }[];
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface RunStep {
-  id: string;
-  type: string;
-  status: string;
-  output: unknown;
-  error: string | null;
-  attempts: number;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export interface Run {
-  id: string;
-  workflow_id: string;
-  workflow_version: number;
-  status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
-  input: Record<string, unknown>;
-  steps: RunStep[];
-  trigger: { type: string; event_id?: string; event_type?: string };
-  created_at: string;
-  finished_at: string | null;
-}
-
-export const TERMINAL_RUN = new Set(["succeeded", "failed", "cancelled"]);
+export const TERMINAL_RUN: ReadonlySet<string> = new Set(FINISHED_RUN_STATUSES);
