@@ -7,6 +7,7 @@ import { newestFirst, type ListResult } from "../../shared/pagination";
 import { StoreMixin } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Collection, type Store } from "../../shared/storage/types";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
+import type { NewApiKey } from "../../shared/wire";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,
@@ -30,7 +31,7 @@ interface KeysVars {
 interface KeysMethods {
   insertKey(
     input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
-  ): Promise<KeyView & { key: string }>;
+  ): Promise<NewApiKey>;
 }
 
 type Ctx<P> = Context<P, CallMeta>;

@@ -10,6 +10,7 @@ import { newestFirst, type ListResult } from "../../shared/pagination";
 import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Collection, Filter, Store, Tenant } from "../../shared/storage/types";
+import type { WebhookWithSecret } from "../../shared/wire";
 import {
   checkSubscription,
   DISABLE_AFTER_FAILURES,
@@ -72,7 +73,7 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
     /** POST /webhooks — webhooks:write; the only answer that shows the secret, with rotate-secret's. */
     create: {
       params: createParams,
-      async handler(ctx: Ctx<CreateParams>): Promise<WebhookView & { secret: string }> {
+      async handler(ctx: Ctx<CreateParams>): Promise<WebhookWithSecret> {
         const tenant = tenantOf(ctx);
         const events = checkSubscription(ctx.params.events);
         const url = await this.checkUrl(ctx.params.url, tenant);
@@ -160,7 +161,7 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
      */
     rotateSecret: {
       params: idParams,
-      async handler(ctx: Ctx<IdParams>): Promise<WebhookView & { secret: string }> {
+      async handler(ctx: Ctx<IdParams>): Promise<WebhookWithSecret> {
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const now = Date.now();
