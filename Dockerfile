@@ -6,6 +6,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json moleculer.config.ts ./
+COPY app app
 COPY bin bin
 COPY services services
 COPY shared shared

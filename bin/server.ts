@@ -1,6 +1,6 @@
 import "./node-check";
 import { loadSettings, SettingsError } from "../shared/config";
-import { createBroker } from "../shared/broker";
+import { createBroker } from "../app/broker";
 import { markServer } from "./server-mark";
 
 /** `npm start`: the services SERVICES names (all by default) on this process. */

@@ -1,4 +1,5 @@
-import { collectionSpec, type Doc, type Environment } from "./storage/types";
+import { collectionSpec } from "./storage/types";
+import type { Delivery } from "./wire";
 
 /**
  * The delivery log (contract section 8), shared by the webhooks service (reads it, asks for
@@ -12,39 +13,29 @@ import { collectionSpec, type Doc, type Environment } from "./storage/types";
  * out, and two dispatchers never hold the same attempt at once. A settled delivery has neither
  * field: the claim index holds only pending deliveries (see IndexSpec on why that matters).
  */
-export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export { DELIVERY_STATUSES, type Attempt, type DeliveryStatus } from "./wire";
+
+/**
+ * A webhook's signing secret starts with this (then 32 random bytes in base64): the webhooks
+ * service makes secrets, the dispatcher signs deliveries with them (its signing.ts).
+ */
+export const SECRET_PREFIX = "whsec_";
 
 /** Attempts in one series (the first and four retries); a redelivery starts a new series. */
 export const ATTEMPTS_PER_SERIES = 5;
 
-export interface Attempt {
-  number: number;
-  at: string;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-}
-
-export interface DeliveryDoc extends Doc {
-  environment: Environment;
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  status: DeliveryStatus;
-  attempts: Attempt[];
+/** A delivery as stored: what the API shows (shared/wire.ts) and the fields that run the attempts. */
+export interface DeliveryDoc extends Delivery {
+  org_id: string;
   /** Index in `attempts` where the current series began. */
   series_start: number;
-  next_attempt_at: string | null;
-  created_at: string;
-  updated_at: string;
   /** Internal: when the delivery may next be claimed (ms since the epoch); absent once settled. */
   due_at?: number;
   /** Internal: the current claim's token; absent when nobody holds one. */
   lease?: string;
 }
 
-export type DeliveryView = Omit<DeliveryDoc, "org_id" | "due_at" | "lease" | "series_start">;
+export type DeliveryView = Delivery;
 
 export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => view;
 

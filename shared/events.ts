@@ -1,6 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { newId } from "./ids";
-import { collectionSpec, type Doc, type Environment } from "./storage/types";
+import { collectionSpec, type Environment } from "./storage/types";
+import type { PlatformEvent } from "./wire";
 
 /**
  * The event log (contract section 7), written by the events service only: other services hand their
@@ -33,13 +34,9 @@ export const EVENT_TYPE_MAX = 100;
 export const isReservedType = (type: string): boolean => RESERVED_PREFIXES.some((p) => type.startsWith(p));
 export const isSystemType = (type: string): type is SystemEventType => Object.prototype.hasOwnProperty.call(SYSTEM_EVENT_TYPES, type);
 
-export interface EventDoc extends Doc {
-  environment: Environment;
-  type: string;
-  data: Record<string, unknown>;
-  /** `api` for events clients emit, else the emitting service. */
-  source: string;
-  created_at: string;
+/** An event as stored: what the API shows (shared/wire.ts) and the markers the services work from. */
+export interface EventDoc extends PlatformEvent {
+  org_id: string;
   /**
    * Internal: ms since the epoch, present until a dispatcher has created this event's deliveries;
    * the sweep looks for old ones. Absent afterwards, so its index holds only the undispatched.
@@ -55,10 +52,7 @@ export interface EventDoc extends Doc {
   chain_root?: string;
 }
 
-export type EventView = Omit<
-  EventDoc,
-  "org_id" | "undispatched_since" | "untriggered_since" | "origin_workflow_id" | "chain_depth" | "chain_root"
->;
+export type EventView = PlatformEvent;
 
 /** The body POSTed to webhook receivers (spec section 2), in this key order. */
 export interface EventPayload {

@@ -1,5 +1,6 @@
 import { invalidParam } from "./errors";
 import type { ReadView, Doc, Filter, Scope } from "./storage/types";
+import type { CursorMeta, PageMeta } from "./wire";
 
 /**
  * The list rules of every endpoint: `page` ≥ 1 (default 1), `per_page` 1..100 (default 20), or by
@@ -54,14 +55,9 @@ export interface PageParams {
  * `{total, page, per_page}`, by cursor `{total, limit, has_more}`, with `total_capped: true` added
  * when more than MAX_COUNTED match (`total` is then MAX_COUNTED).
  */
-export interface ListResult<T> {
+export interface ListResult<T> extends Partial<PageMeta>, Partial<CursorMeta> {
   items: T[];
   total: number;
-  total_capped?: true;
-  page?: number;
-  per_page?: number;
-  limit?: number;
-  has_more?: boolean;
 }
 
 export const skipOf = (p: Pick<PageParams, "page" | "per_page">): number => (p.page - 1) * p.per_page;

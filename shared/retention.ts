@@ -28,7 +28,7 @@ export const PRUNE_EVERY_MS = 5 * 60 * 1000;
 const FIRST_PASS_MS = 20_000;
 
 /** Run statuses of a finished run: the only runs retention removes. */
-export const FINISHED_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as const;
+export { FINISHED_RUN_STATUSES } from "./wire";
 export const RUNS_COLLECTION = "workflow_runs";
 /**
  * Runs' retention indexes, declared by the workflows service and by the events service (which must

@@ -1,4 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import { SECRET_PREFIX } from "./deliveries";
 
 /**
  * The signatures every webhook delivery carries:
@@ -9,7 +10,6 @@ import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
  *   replayed capture. Their key is the base64-decoded part of the secret after `whsec_`, as the
  *   standard's libraries expect; during a rotation the old secret signs beside the new one.
  */
-export const SECRET_PREFIX = "whsec_";
 
 /**
  * HMAC keys, made once per secret: building a key from a string on every signature costs more than

@@ -1,31 +1,7 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
-import { boundStoreOf, settingsOf } from "./runtime";
-import { openStore } from "./storage";
+import type { PlatformSettings } from "./platform";
 import type { AtomicWrite, Collection, CollectionSpec, Doc, ReadView, Store } from "./storage/types";
-
-/** One store handle per broker, shared by its services and closed when the last of them stops. */
-const handles = new WeakMap<ServiceBroker, { store: Store; users: number }>();
-
-function acquire(broker: ServiceBroker): Store {
-  let handle = handles.get(broker);
-  if (!handle) {
-    handle = { store: boundStoreOf(broker) ?? openStore(settingsOf(broker)), users: 0 };
-    handles.set(broker, handle);
-  }
-  handle.users += 1;
-  return handle.store;
-}
-
-async function release(broker: ServiceBroker): Promise<void> {
-  const handle = handles.get(broker);
-  if (!handle) return;
-  handle.users -= 1;
-  if (handle.users === 0) {
-    handles.delete(broker);
-    await handle.store.close();
-  }
-}
 
 type Specs = Record<string, CollectionSpec<any>>;
 type DocOf<S> = S extends CollectionSpec<infer T> ? T : never;
@@ -122,7 +98,7 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
   const mixin: Partial<ServiceSchema> = {
     created() {
       const service = this.name;
-      const store = acquire(this.broker);
+      const store = (this.settings as PlatformSettings).store.acquire();
       const vars = this as unknown as Record<string, unknown>;
       const owned = new Set(ownedNames(service, declaration));
       claim(this.broker, service, [...owned]);
@@ -141,7 +117,7 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
     async stopped() {
       await (this as unknown as { outbox?: Outbox }).outbox?.stop();
       unclaim(this.broker, this.name);
-      await release(this.broker);
+      await (this.settings as PlatformSettings).store.release();
     },
   };
   declarations.set(mixin, declaration);

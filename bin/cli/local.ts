@@ -1,4 +1,4 @@
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import type { Settings } from "../../shared/config";
 import { openStore } from "../../shared/storage";
 import { ALL_TENANTS, type Doc } from "../../shared/storage/types";

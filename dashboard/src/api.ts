@@ -1,8 +1,25 @@
-import type { DeliveryStatus } from "../../shared/deliveries";
+/**
+ * The dashboard's only way to the platform: the public /v1 API, with the signed-in key. The
+ * resources' types are the server's own (shared/wire.ts), never copies.
+ */
+import { FINISHED_RUN_STATUSES } from "../../shared/wire";
 
-/** The dashboard's only way to the platform: the public /v1 API, with the signed-in key. */
-
-export type Environment = "live" | "test";
+export type { Environment } from "../../shared/storage/types";
+export type {
+  ApiKey,
+  Delivery,
+  Me,
+  NewApiKey,
+  OutcomeReport,
+  PageMeta,
+  PlatformEvent,
+  Run,
+  UsageBucket,
+  UsageReport,
+  Webhook,
+  WebhookWithSecret,
+  Workflow,
+} from "../../shared/wire";
 
 /** An error in the API's shape (`{error: {type, code, message, param?, request_id}}`), or a network failure. */
 export class ApiFailure extends Error {
@@ -15,19 +32,6 @@ export class ApiFailure extends Error {
   ) {
     super(message);
   }
-}
-
-export interface ListMeta {
-  total: number;
-  /** More than `total` (10,000) match: pages reach that far. */
-  total_capped?: boolean;
-  page: number;
-  per_page: number;
-}
-
-export interface Page<T> {
-  data: T[];
-  meta: ListMeta;
 }
 
 export type Query = Record<string, string | number | undefined | null>;
@@ -72,121 +76,4 @@ export async function call<T>(key: string, method: "GET" | "POST" | "PATCH" | "D
   return (parsed?.meta ? parsed : parsed?.data) as T;
 }
 
-export interface Identity {
-  object: "identity";
-  org: { id: string; name: string };
-  environment: Environment;
-  api_key: { id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null };
-}
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  environment: Environment;
-  scopes: string[];
-  status: "active" | "revoked" | "expired";
-  prefix: string;
-  last4: string;
-  created_at: string;
-  revoked_at: string | null;
-  expires_at: string | null;
-  last_used_at: string | null;
-  /** Only in the answer to its creation. */
-  key?: string;
-}
-
-export interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  description?: string | null;
-  status: "enabled" | "disabled";
-  created_at: string;
-  updated_at?: string;
-  /** Only in the answers to creation and rotation. */
-  secret?: string;
-}
-
-export interface Attempt {
-  number: number;
-  at: string;
-  status_code: number | null;
-  duration_ms: number | null;
-  error: string | null;
-}
-
-export interface Delivery {
-  id: string;
-  event_id: string;
-  event_type: string;
-  status: DeliveryStatus;
-  attempts: Attempt[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-export interface PlatformEvent {
-  id: string;
-  type: string;
-  created_at: string;
-  data: Record<string, unknown>;
-  environment: Environment;
-  source: string;
-}
-
-export interface Workflow {
-  id: string;
-  name: string;
-  description?: string | null;
-  status: "active" | "inactive";
-  trigger: { type: "manual" } | { type: "event"; event_type: string };
-  steps: { id: string; type: string; [field: string]: unknown }[];
-  version: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface RunStep {
-  id: string;
-  type: string;
-  status: string;
-  output: unknown;
-  error: string | null;
-  attempts: number;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export interface Run {
-  id: string;
-  workflow_id: string;
-  workflow_version: number;
-  status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
-  input: Record<string, unknown>;
-  steps: RunStep[];
-  trigger: { type: string; event_id?: string; event_type?: string };
-  created_at: string;
-  finished_at: string | null;
-}
-
-export const TERMINAL_RUN = new Set(["succeeded", "failed", "cancelled"]);
-
-export interface UsageBucket {
-  start: string;
-  route?: string;
-  status?: number;
-  key_id?: string;
-  count: number;
-  errors: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-}
-
-export interface Outcomes {
-  total: number;
-  by_status: Record<string, number>;
-  success_rate: number | null;
-  /** Webhooks only: the attempts made, and the success rate of the deliveries that settled. */
-  attempts?: { total: number; succeeded: number; failed: number };
-  delivery_success_rate?: number | null;
-}
+export const TERMINAL_RUN: ReadonlySet<string> = new Set(FINISHED_RUN_STATUSES);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, type Environment, type Identity } from "./api";
+import { call, type Environment, type Me } from "./api";
 
 /**
  * The signed-in keys live in sessionStorage only: gone when the tab closes, never in a cookie or in
@@ -9,7 +9,7 @@ const STORAGE_KEY = "dashboard.session";
 
 export interface Session {
   keys: Partial<Record<Environment, string>>;
-  identities: Partial<Record<Environment, Identity>>;
+  identities: Partial<Record<Environment, Me>>;
   environment: Environment;
 }
 
@@ -38,7 +38,7 @@ export async function signIn(entered: { live?: string; test?: string }): Promise
     const key = entered[field]?.trim();
     if (!key) continue;
     try {
-      const identity = await call<Identity>(key, "GET", "/me");
+      const identity = await call<Me>(key, "GET", "/me");
       if (identity.environment !== field) {
         errors.push(`The ${field} key field holds a ${identity.environment} key (${identity.api_key.prefix}…).`);
         continue;

@@ -2,12 +2,12 @@ import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
 import { grants, type ScopeName } from "../../shared/scopes";
-import { ApiFailure, call, pathWith, type Identity, type ListMeta, type Query } from "./api";
+import { ApiFailure, call, pathWith, type Me, type PageMeta, type Query } from "./api";
 
 /** What every page needs: the key of the chosen environment and what it is allowed to do. */
 export interface Account {
   key: string;
-  identity: Identity;
+  identity: Me;
   can(scope: ScopeName): boolean;
 }
 export const AccountContext = createContext<Account | null>(null);
@@ -18,7 +18,7 @@ export function useAccount(): Account {
   return account;
 }
 
-export const accountOf = (key: string, identity: Identity): Account => ({
+export const accountOf = (key: string, identity: Me): Account => ({
   key,
   identity,
   can: (scope) => grants(identity.api_key.scopes, scope),
@@ -28,7 +28,7 @@ interface Loaded<T> {
   loading: boolean;
   error: ApiFailure | null;
   data: T | null;
-  meta: ListMeta | null;
+  meta: PageMeta | null;
   reload(): void;
 }
 
@@ -42,7 +42,7 @@ export function useApi<T>(path: string | null, query?: Query, pollMs?: number): 
   const [state, setState] = useState<{
     url: string | null;
     data: T | null;
-    meta: ListMeta | null;
+    meta: PageMeta | null;
     error: ApiFailure | null;
     loading: boolean;
   }>({
@@ -313,7 +313,7 @@ export function Choice<V extends string>({
 export const statusOptions = <S extends string>(statuses: readonly S[]): Record<"all" | S, string> =>
   Object.fromEntries([["all", "All"], ...statuses.map((s) => [s, s])]) as Record<"all" | S, string>;
 
-export function Pager({ meta, onPage }: { meta: ListMeta | null; onPage(page: number): void }) {
+export function Pager({ meta, onPage }: { meta: PageMeta | null; onPage(page: number): void }) {
   if (!meta || meta.total <= meta.per_page) return null;
   const pages = Math.max(1, Math.ceil(meta.total / meta.per_page));
   return (

@@ -1,6 +1,7 @@
 import { invalidParam } from "../../shared/errors";
 import { RUN_COUNTS, WEBHOOK_COUNTS, type OutcomePeriod, type RunCount, type WebhookCount } from "../../shared/outcomes";
 import { addHistograms, emptyHistogram, quantileOf } from "../../shared/usage";
+import type { Outcomes, UsageBucket } from "../../shared/wire";
 import type { StoredRow } from "./tiers";
 
 /** The longest window one question may cover, and what each granularity covers when `from` is left out. */
@@ -30,17 +31,6 @@ export function windowOf(
 }
 
 export const bucketStart = (ms: number, granularity: "hour" | "day"): number => ms - (ms % (granularity === "hour" ? HOUR : DAY));
-
-export interface UsageBucket {
-  start: string;
-  route?: string;
-  status?: number;
-  key_id?: string;
-  count: number;
-  errors: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-}
 
 /**
  * Rows summed into buckets of the granularity (and per group): counts, errors, and p50/p95 from the
@@ -133,7 +123,7 @@ function sums<K extends string>(fields: readonly K[], rows: readonly Partial<Rec
  * `success_rate` over attempts (so an endpoint failing its retries counts from its first failed
  * attempt, not only once its deliveries give up) and `delivery_success_rate` over settled deliveries.
  */
-export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, number>>[]) {
+export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, number>>[]): Outcomes {
   const c = sums(WEBHOOK_COUNTS, rows);
   // Never below zero, even when a crash lost a `created` count but not its settlement (see shared/outcomes.ts).
   const pending = Math.max(0, c.created - c.succeeded - c.failed);
@@ -148,7 +138,7 @@ export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, num
 }
 
 /** Runs that ended in the window by status, and the share that succeeded. */
-export function runOutcomes(rows: readonly Partial<Record<RunCount, number>>[]) {
+export function runOutcomes(rows: readonly Partial<Record<RunCount, number>>[]): Outcomes {
   const by_status = sums(RUN_COUNTS, rows);
   const total = by_status.succeeded + by_status.failed + by_status.cancelled;
   return { total, by_status, success_rate: rate(by_status.succeeded, total) };

@@ -1,11 +1,12 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { isDuplicate } from "../../shared/errors";
 import { hourRowsFrom, RUN_OUTCOMES, WEBHOOK_OUTCOMES, type OutcomeRow } from "../../shared/outcomes";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec, type ReadView, type Tenant } from "../../shared/storage/types";
 import type { UsageBatch } from "../../shared/usage";
+import type { OutcomeReport, UsageReport } from "../../shared/wire";
 import { deliveryOutcomes, groupBy, outcomeWindow, runOutcomes, usageBuckets, windowOf } from "./analytics.logic";
 import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
 import { Tiers, tierSizes, type StoredRow, type TierState } from "./tiers";
@@ -53,7 +54,7 @@ type Ctx<P> = Context<P, CallMeta>;
  * (see shared/outcomes.ts). Any number of analytics nodes may run: ingesting is idempotent per
  * batch row, and questions read only the store, a bounded number of rows each.
  */
-const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, AnalyticsVars> = {
+const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, AnalyticsVars> = {
   name: "analytics",
   mixins: [StoreMixin(STORE)],
 
@@ -91,7 +92,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     /** GET /analytics/usage — analytics:read; requests per hour or day, optionally per route, status or key. */
     usage: {
       params: usageParams,
-      async handler(ctx: Ctx<UsageParams>) {
+      async handler(ctx: Ctx<UsageParams>): Promise<UsageReport> {
         const { granularity, group_by } = ctx.params;
         const window = windowOf(ctx.params.from, ctx.params.to, granularity);
         const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to, granularity);
@@ -108,7 +109,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     /** GET /analytics/workflows — analytics:read; runs that ended in the window, by status and workflow. */
     workflows: {
       params: windowParams,
-      async handler(ctx: Ctx<WindowParams>) {
+      async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.runOutcomes, tenantOf(ctx), ctx.params);
         return {
           from,
@@ -122,7 +123,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
     /** GET /analytics/webhooks — analytics:read; deliveries created in the window and their attempts, by status and webhook. */
     webhooks: {
       params: windowParams,
-      async handler(ctx: Ctx<WindowParams>) {
+      async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.webhookOutcomes, tenantOf(ctx), ctx.params);
         return {
           from,
@@ -149,7 +150,7 @@ const AnalyticsService: ServiceSchema<ServiceSettingSchema, AnalyticsMethods, An
   },
 
   created() {
-    this.hourKeepMs = settingsOf(this.broker).usageRetentionDays * tierSizes.day;
+    this.hourKeepMs = this.settings.config.usageRetentionDays * tierSizes.day;
     this.tiers = new Tiers(
       [
         { name: "minute", size: tierSizes.minute, rows: this.usage, keepMs: KEEP_MINUTES_MS },

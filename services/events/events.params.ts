@@ -27,7 +27,8 @@ export interface ListParams extends PageParams {
 export const typesParams = { $$strict: true, ...offsetParams } as const;
 export type TypesParams = Pick<PageParams, "page" | "per_page">;
 
-export const recordParams = {
+/** An event as a service made it (see publishParams). */
+const recordParams = {
   org_id: { type: "string", min: 1 },
   environment: { type: "enum", values: ["live", "test"] },
   type: { type: "string", min: 1, max: EVENT_TYPE_MAX },

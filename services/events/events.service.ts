@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { DELIVERIES } from "../../shared/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
@@ -27,8 +27,8 @@ import {
   type PruneControl,
   type RunRef,
 } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
 import { forwardToListeners, ListenerAnnouncementsMixin } from "../../shared/listeners";
+import type { PlatformSettings } from "../../shared/platform";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec, type Doc, type Filter } from "../../shared/storage/types";
 import { checkEmittable } from "./events.logic";
@@ -37,7 +37,6 @@ import {
   idParams,
   listParams,
   publishParams,
-  recordParams,
   typesParams,
   unmarkParams,
   type EmitParams,
@@ -80,7 +79,7 @@ interface EventsMethods {
 type Ctx<P> = Context<P, CallMeta>;
 
 /** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
-const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVars> = {
+const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> = {
   name: "events",
   // The event log's one writer also hands events to the gateways holding listener streams (shared/listeners.ts).
   mixins: [StoreMixin(STORE), ListenerAnnouncementsMixin],
@@ -148,15 +147,6 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
           page: ctx.params.page,
           per_page: ctx.params.per_page,
         };
-      },
-    },
-
-    /** Internal: services record their domain events here when they do not store them themselves. */
-    record: {
-      visibility: "public",
-      params: recordParams,
-      async handler(ctx: Context<NewEvent>): Promise<EventView> {
-        return eventView(await this.append(ctx.params));
       },
     },
 
@@ -241,7 +231,7 @@ const EventsService: ServiceSchema<ServiceSettingSchema, EventsMethods, EventsVa
     },
 
     pruneEvents(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       return prune(
         {
           collection: this.events,

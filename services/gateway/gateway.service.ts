@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { parse as parseQuery } from "node:querystring";
-import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceBroker, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
 import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
@@ -9,12 +9,12 @@ import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
 import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
-import { apiReferenceOf, settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { checkPageNumbers } from "../../shared/pagination";
 import { grants } from "../../shared/scopes";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec } from "../../shared/storage/types";
-import { Meter } from "../../shared/usage";
+import { Meter } from "./meter";
 import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
 import { hasBody, readJsonBody } from "./body";
 import { BusGuard, busLinkOf } from "./bus-guard";
@@ -32,7 +32,7 @@ const METER_FLUSH_MS = 1_000;
 const METER_MAX_BATCHES = 600;
 const READY_STORE_TIMEOUT_MS = 1_000;
 const SWEEP_INTERVAL_MS = 60_000;
-/** Keys are `svc_live_` + 43 characters; a longer token is refused without a lookup. */
+/** Far longer than any key (API_KEY_PATTERN, shared/identity.ts): refused without asking the auth service. */
 const MAX_TOKEN_LENGTH = 200;
 
 /** What the gateway learns about one request along the way. */
@@ -123,7 +123,7 @@ interface GatewayMethods extends ListenMethods {
   flushMeter(): Promise<void>;
 }
 
-type GatewaySettings = ServiceSettingSchema & { port: number; ip: string; [option: string]: unknown };
+type GatewaySettings = PlatformSettings & { port: number; ip: string; [option: string]: unknown };
 
 /** A sentinel carrying a stored answer out of the idempotency check. */
 class Replay {
@@ -154,7 +154,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     logResponse: null,
     log4XXResponses: false,
     logRouteRegistration: false,
-  },
+  } as unknown as GatewaySettings, // the platform's part (PlatformSettings) is added by app/broker.ts
 
   actions: {
     // moleculer-web's own actions are not part of this API.
@@ -227,7 +227,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
         return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
       }
-      if (path === "/v1/openapi.json" && req.method === "GET") return { status: 200, body: apiReferenceOf(this.broker) };
+      if (path === "/v1/openapi.json" && req.method === "GET") return { status: 200, body: this.settings.apiReference() };
       if (!path.startsWith("/v1/")) throw new ApiError("route_not_found", `No route ${req.method} ${path}`);
       const match = matchRoute(req.method ?? "", path.slice(3));
       if (!match.route) {
@@ -562,7 +562,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
   },
 
   created() {
-    const settings = settingsOf(this.broker);
+    const settings = this.settings.config;
     this.settings.port = settings.port;
     this.settings.ip = settings.host;
     this.gatewayNodes = 1;

@@ -14,7 +14,8 @@ import {
   type ListenedTenant,
   type ListenerEvent,
 } from "../../shared/listeners";
-import { SECRET_PREFIX, deliveryHeaders } from "../../shared/signing";
+import { SECRET_PREFIX } from "../../shared/deliveries";
+import { deliveryHeaders } from "../../shared/signing";
 import type { IdentityCache } from "./identity-cache";
 
 /**

@@ -3,27 +3,19 @@ import { ApiError } from "../../shared/errors";
 import { API_KEY_SECRET_LENGTH, apiKeyPrefix, digestOf } from "../../shared/identity";
 import { ADMIN_SCOPE, grants, isScopeName, type ScopeName } from "../../shared/scopes";
 import type { Environment } from "../../shared/storage/types";
+import type { ApiKey, KeyStatus } from "../../shared/wire";
 
-export type KeyStatus = "active" | "revoked" | "expired";
+export type { KeyStatus } from "../../shared/wire";
 
 /** A key as stored: the secret itself is never kept, only its SHA-256 digest. */
-export interface KeyDoc {
-  id: string;
+export interface KeyDoc extends Omit<ApiKey, "object" | "status"> {
   org_id: string;
-  environment: Environment;
-  name: string;
-  scopes: ScopeName[];
   digest: string;
-  prefix: string;
-  last4: string;
+  /** Stored: revoked or not; `expired` is worked out when shown (statusOf). */
   status: "active" | "revoked";
-  created_at: string;
-  revoked_at: string | null;
-  expires_at: string | null;
-  last_used_at: string | null;
 }
 
-export type KeyView = Omit<KeyDoc, "digest" | "org_id" | "status"> & { object: "api_key"; status: KeyStatus };
+export type KeyView = ApiKey;
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

@@ -6,6 +6,7 @@ import { newestFirst, type ListResult } from "../../shared/pagination";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec } from "../../shared/storage/types";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
+import type { NewApiKey } from "../../shared/wire";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,
@@ -38,7 +39,7 @@ type KeysVars = StoreVars<typeof STORE>;
 interface KeysMethods {
   insertKey(
     input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
-  ): Promise<KeyView & { key: string }>;
+  ): Promise<NewApiKey>;
 }
 
 type Ctx<P> = Context<P, CallMeta>;

@@ -6,6 +6,7 @@ import { newestFirst } from "../../shared/pagination";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
+import type { ApiKey, Me } from "../../shared/wire";
 import { checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
 import {
   addMemberParams,
@@ -80,14 +81,11 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
      */
     me: {
       params: { $$strict: true },
-      async handler(ctx: Ctx<Record<string, never>>) {
+      async handler(ctx: Ctx<Record<string, never>>): Promise<Me> {
         const caller = callerOf(ctx);
         const org = await this.orgs.get({ org_id: caller.org_id }, caller.org_id);
         if (!org) throw notFound("organization", caller.org_id);
-        const key = await ctx.call<
-          { id: string; name: string; prefix: string; last4: string; scopes: string[]; expires_at: string | null },
-          { id: string }
-        >("keys.get", { id: caller.key_id });
+        const key = await ctx.call<ApiKey, { id: string }>("keys.get", { id: caller.key_id });
         return {
           object: "identity",
           org: { id: org.id, name: org.name },

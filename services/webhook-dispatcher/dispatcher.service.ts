@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { DELIVERIES, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
@@ -7,7 +7,7 @@ import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type Eve
 import { FailureLog } from "../../shared/failure-log";
 import { Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { DAY_MS, firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { deliveryHeaders } from "../../shared/signing";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
@@ -132,7 +132,7 @@ interface DispatcherMethods {
  * the store (see shared/deliveries.ts), so any number of dispatcher nodes share the work and a node
  * killed mid-way loses nothing.
  */
-const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, DispatcherVars> = {
+const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
   // The CLI's listener sessions' part of the delivery log (listener-attempts.ts).
   mixins: [StoreMixin(STORE), ListenerAttemptsMixin],
@@ -548,7 +548,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
     },
 
     pruneDeliveries(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       // By creation (ids sort by time); a pending delivery (retrying, or redelivered) stays until it settles.
       return prune(
         {
@@ -563,7 +563,7 @@ const DispatcherService: ServiceSchema<ServiceSettingSchema, DispatcherMethods, 
   },
 
   created() {
-    const settings = settingsOf(this.broker);
+    const settings = this.settings.config;
     this.timeoutMs = settings.webhookTimeoutMs;
     this.delays = settings.webhookRetryDelaysMs;
     this.sender = new Sender(settings.webhookTimeoutMs, settings.webhookAllowPrivateTargets, PER_WEBHOOK, TOTAL);

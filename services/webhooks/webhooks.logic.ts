@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { QUOTAS } from "../../shared/quotas";
-import { SECRET_PREFIX } from "../../shared/signing";
-import type { Doc, Environment } from "../../shared/storage/types";
+import { SECRET_PREFIX } from "../../shared/deliveries";
+import type { Environment } from "../../shared/storage/types";
+import type { Webhook } from "../../shared/wire";
 
 /** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
 export const DISABLE_AFTER_FAILURES = 10;
@@ -12,23 +13,16 @@ export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-export interface WebhookDoc extends Doc {
-  environment: Environment;
-  url: string;
-  events: string[];
-  description: string | null;
-  /** Deliveries per second at most; null: unlimited (absent on webhooks stored before it existed). */
+/** A webhook as stored: what the API shows (shared/wire.ts) and its signing secrets. */
+export interface WebhookDoc extends Omit<Webhook, "rate_limit"> {
+  org_id: string;
+  /** Absent on webhooks stored before it existed: read as null. */
   rate_limit?: number | null;
-  status: "enabled" | "disabled";
-  disabled_reason: string | null;
   secret: string;
   previous_secrets: { secret: string; expires_at: string }[];
-  consecutive_failures: number;
-  created_at: string;
-  updated_at: string;
 }
 
-export type WebhookView = Omit<WebhookDoc, "org_id" | "secret" | "previous_secrets" | "rate_limit"> & { rate_limit: number | null };
+export type WebhookView = Webhook;
 
 /** What the dispatcher needs to send: where, and every secret that signs now (current first). */
 export interface Target {

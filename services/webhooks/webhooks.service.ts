@@ -1,4 +1,4 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { DELIVERIES, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
@@ -6,9 +6,10 @@ import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { newestFirst, type ListResult } from "../../shared/pagination";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec, type Filter, type Tenant } from "../../shared/storage/types";
+import type { WebhookWithSecret } from "../../shared/wire";
 import {
   checkSubscription,
   DISABLE_AFTER_FAILURES,
@@ -69,7 +70,7 @@ interface WebhooksMethods {
 type Ctx<P> = Context<P, CallMeta>;
 
 /** Webhook registrations and their delivery log. Sending is the webhook-dispatcher's job. */
-const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, WebhooksVars> = {
+const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, WebhooksVars> = {
   name: "webhooks",
   mixins: [StoreMixin(STORE)],
 
@@ -77,7 +78,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
     /** POST /webhooks — webhooks:write; the only answer that shows the secret, with rotate-secret's. */
     create: {
       params: createParams,
-      async handler(ctx: Ctx<CreateParams>): Promise<WebhookView & { secret: string }> {
+      async handler(ctx: Ctx<CreateParams>): Promise<WebhookWithSecret> {
         const tenant = tenantOf(ctx);
         const events = checkSubscription(ctx.params.events);
         const url = await this.checkUrl(ctx.params.url, tenant);
@@ -167,7 +168,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
      */
     rotateSecret: {
       params: idParams,
-      async handler(ctx: Ctx<IdParams>): Promise<WebhookView & { secret: string }> {
+      async handler(ctx: Ctx<IdParams>): Promise<WebhookWithSecret> {
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const now = Date.now();
@@ -312,7 +313,7 @@ const WebhooksService: ServiceSchema<ServiceSettingSchema, WebhooksMethods, Webh
 
     async checkUrl(url, tenant) {
       const checked = await checkTargetUrl(url, {
-        allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets,
+        allowPrivate: this.settings.config.webhookAllowPrivateTargets,
         environment: tenant.environment,
       });
       return checked.href;

@@ -1,10 +1,11 @@
 import { ApiError } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/json-limits";
-import type { Doc, Environment, Update } from "../../shared/storage/types";
+import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
 import { render, scopeOf } from "./templates";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
+import { FINISHED_RUN_STATUSES, type Run, type RunStatus, type RunStep, type RunTrigger, type StepStatus } from "../../shared/wire";
 
 /**
  * Runs (contract section 6) as a state machine over a stored document. This file owns every
@@ -16,24 +17,8 @@ import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
  * read (`rev`). Events the run must publish go into its `outbox` in the same write, each with its
  * id chosen then, so publishing them again after a crash stores nothing twice.
  */
-export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-export const TERMINAL: ReadonlySet<RunStatus> = new Set(["succeeded", "failed", "cancelled"]);
-
-export type StepStatus = "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
-
-export interface RunStep {
-  id: string;
-  type: Step["type"];
-  status: StepStatus;
-  output: unknown;
-  error: string | null;
-  attempts: number;
-  started_at: string | null;
-  finished_at: string | null;
-}
-
-export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+export { RUN_STATUSES, type RunStatus, type RunStep, type RunTrigger, type StepStatus } from "../../shared/wire";
+export const TERMINAL: ReadonlySet<RunStatus> = new Set(FINISHED_RUN_STATUSES);
 
 export interface OutboxEvent {
   id: string;
@@ -41,17 +26,9 @@ export interface OutboxEvent {
   data: Record<string, unknown>;
 }
 
-export interface RunDoc extends Doc {
-  environment: Environment;
-  workflow_id: string;
-  workflow_version: number;
-  status: RunStatus;
-  input: Record<string, unknown>;
-  steps: RunStep[];
-  trigger: RunTrigger;
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
+/** A run as stored: what the API shows (shared/wire.ts) and the fields that run it. */
+export interface RunDoc extends Run {
+  org_id: string;
   /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
   definition: Step[];
   /** Internal: index of the current step. */
@@ -73,10 +50,7 @@ export interface RunDoc extends Doc {
   chain_root?: string;
 }
 
-export type RunView = Omit<
-  RunDoc,
-  "org_id" | "definition" | "cursor" | "rev" | "due_at" | "lease" | "stalls" | "outbox" | "trigger_key" | "chain_depth" | "chain_root"
->;
+export type RunView = Run;
 
 export const runView = ({
   org_id: _o,

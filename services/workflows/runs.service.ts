@@ -1,10 +1,10 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import type { Filter, Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { approve, cancel, newRun, reject, runView, updateOf, type RunDoc, type RunView, type RunWrite } from "./runs.logic";
@@ -52,7 +52,7 @@ function decision(transition: (run: RunDoc, now: number) => RunWrite) {
  * (its actions keep the `workflows.` names the gateway's route table calls); the store must be
  * acquired before this mixin's `created` and released after its `stopped` (see workflows.service.ts).
  */
-export const RunsMixin: Partial<ServiceSchema<ServiceSettingSchema, RunsMethods, RunsVars>> = {
+export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, RunsVars>> = {
   actions: {
     /** POST /workflows/{id}/runs — workflows:write; an active workflow only. */
     startRun: {
@@ -70,7 +70,7 @@ export const RunsMixin: Partial<ServiceSchema<ServiceSettingSchema, RunsMethods,
         const run = newRun(workflow, input, { type: "manual" }, now);
         // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
         const minute = now - (now % MINUTE_MS);
-        const limit = settingsOf(this.broker).runStartsPerMinute;
+        const limit = this.settings.config.runStartsPerMinute;
         const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
         if (!(await this.startCounted(tenant, budget, run))) {
           throw new ApiError(
@@ -181,7 +181,7 @@ export const RunsMixin: Partial<ServiceSchema<ServiceSettingSchema, RunsMethods,
     },
 
     async pruneRuns(now, control) {
-      const days = settingsOf(this.broker).eventRetentionDays;
+      const days = this.settings.config.eventRetentionDays;
       // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
       const before = new Date(retentionCutoff(days, now)).toISOString();
       const runs = await prune(
@@ -195,7 +195,7 @@ export const RunsMixin: Partial<ServiceSchema<ServiceSettingSchema, RunsMethods,
   },
 
   created() {
-    const settings = settingsOf(this.broker);
+    const settings = this.settings.config;
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.engine = new RunEngine({
       runs: this.runs,

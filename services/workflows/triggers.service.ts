@@ -1,11 +1,11 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, unmarkThrough, type EventDoc } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
 import { QUOTAS } from "../../shared/quotas";
 import { DAY_MS } from "../../shared/retention";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { MAX_CHAIN_DEPTH, newRun } from "./runs.logic";
 import type { RunsMethods, RunsVars } from "./runs.service";
@@ -28,7 +28,7 @@ interface TriggersMethods extends RunsMethods {
  * listening for their type, within the chain's run budget. A mixin of the workflows service, after
  * the runs mixin (runs.service.ts), whose collections, engine and budgets it uses.
  */
-export const TriggersMixin: Partial<ServiceSchema<ServiceSettingSchema, TriggersMethods, TriggersVars>> = {
+export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMethods, TriggersVars>> = {
   events: {
     /** Wake-up from whoever stored an event; one workflows node gets each. */
     [EVENT_STORED]: {
@@ -59,7 +59,7 @@ export const TriggersMixin: Partial<ServiceSchema<ServiceSettingSchema, Triggers
           const budget = {
             id: root,
             limit: QUOTAS.runs_per_event_chain,
-            expiresAt: now + settingsOf(this.broker).eventRetentionDays * DAY_MS,
+            expiresAt: now + this.settings.config.eventRetentionDays * DAY_MS,
           };
           try {
             // A root event opens its chain's budget once; later links find it (or reopen it when pruned).

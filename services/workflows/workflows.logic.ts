@@ -2,7 +2,7 @@ import { ApiError, invalidParam, type ErrorCode } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { formatPath } from "../../shared/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
-import type { Doc, Environment } from "../../shared/storage/types";
+import { HTTP_METHODS, type HttpStep, type Step, type Trigger, type Workflow } from "../../shared/wire";
 
 /**
  * Workflows (contract section 6): a trigger and 1..50 typed steps, checked when they are written so
@@ -11,7 +11,6 @@ import type { Doc, Environment } from "../../shared/storage/types";
 export const MAX_STEPS = 50;
 export const STEP_TYPES = ["http", "delay", "approval", "emit"] as const;
 export type StepType = (typeof STEP_TYPES)[number];
-export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
 export const HTTP_RETRIES_MAX = 10;
@@ -23,49 +22,14 @@ const STEP_ID = /^[a-z][a-z0-9_]{0,49}$/;
 const TEMPLATE = /\{\{(.*?)\}\}/g;
 const REFERENCE = /^\s*(?:input|steps\.([a-z][a-z0-9_]*)\.output)((?:\.[A-Za-z0-9_-]+)*)\s*$/;
 
-export type Trigger = { type: "manual" } | { type: "event"; event_type: string };
+export { HTTP_METHODS, type ApprovalStep, type DelayStep, type EmitStep, type HttpStep, type Step, type Trigger } from "../../shared/wire";
 
-export interface HttpStep {
-  id: string;
-  type: "http";
-  method: (typeof HTTP_METHODS)[number];
-  url: string;
-  headers: Record<string, string>;
-  body: unknown;
-  timeout_ms: number;
-  retries: number;
-}
-export interface DelayStep {
-  id: string;
-  type: "delay";
-  duration_ms: number;
-}
-export interface ApprovalStep {
-  id: string;
-  type: "approval";
-  message: string | null;
-}
-export interface EmitStep {
-  id: string;
-  type: "emit";
-  event_type: string;
-  data: Record<string, unknown>;
-}
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
-
-export interface WorkflowDoc extends Doc {
-  environment: Environment;
-  name: string;
-  description: string | null;
-  status: "active" | "inactive";
-  trigger: Trigger;
-  steps: Step[];
-  version: number;
-  created_at: string;
-  updated_at: string;
+/** A workflow as stored: what the API shows (shared/wire.ts) and its organization. */
+export interface WorkflowDoc extends Workflow {
+  org_id: string;
 }
 
-export type WorkflowView = Omit<WorkflowDoc, "org_id">;
+export type WorkflowView = Workflow;
 export const workflowView = ({ org_id: _o, ...view }: WorkflowDoc): WorkflowView => view;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

@@ -1,10 +1,10 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import { settingsOf } from "../../shared/runtime";
+import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
 import type { Filter, Tenant } from "../../shared/storage/types";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.service";
@@ -35,7 +35,7 @@ type Ctx<P> = Context<P, CallMeta>;
  * from the last listed to the first (stopped: the other way): the store is acquired before the runs
  * mixin's `created` and released after it has stopped the engine.
  */
-const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, RunsVars> = {
+const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVars> = {
   name: "workflows",
   mixins: [TriggersMixin as Partial<ServiceSchema>, RunsMixin as Partial<ServiceSchema>, StoreMixin(STORE)],
 
@@ -126,7 +126,7 @@ const WorkflowsService: ServiceSchema<ServiceSettingSchema, WorkflowsMethods, Ru
 
   methods: {
     checkedSteps(steps, tenant) {
-      return checkSteps(steps, { allowPrivate: settingsOf(this.broker).webhookAllowPrivateTargets, environment: tenant.environment });
+      return checkSteps(steps, { allowPrivate: this.settings.config.webhookAllowPrivateTargets, environment: tenant.environment });
     },
   },
 };

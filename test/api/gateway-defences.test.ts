@@ -6,7 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import { Client } from "undici";
 import { waitFor } from "../../tools/procs";
 import { loadSettings } from "../../shared/config";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { ApiError } from "../../shared/errors";
 import { openStore } from "../../shared/storage";
 import { DATABASE_FILE } from "../../shared/storage/sqlite";

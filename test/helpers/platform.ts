@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
 import { request } from "undici";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 
 export interface IssuedKey {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { ServiceBroker } from "moleculer";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import { eventDoc, EVENTS, type EventDoc } from "../../shared/events";
 import { RUN_OUTCOMES, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
@@ -170,7 +170,11 @@ async function growTo(total: number): Promise<void> {
     const batch = Math.min(100, total - emitted);
     await Promise.all(
       Array.from({ length: batch }, (_, i) =>
-        broker.call("events.record", { ...tenant, type: "load.tick", data: { i: emitted + i }, source: "load" }),
+        broker.call(
+          "events.emit",
+          { type: "load.tick", data: { i: emitted + i } },
+          { meta: { auth: { ...tenant, key_id: "key_load", scopes: [] } } },
+        ),
       ),
     );
     emitted += batch;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import type { DeliveryDoc } from "../../shared/deliveries";
 import { RUN_OUTCOMES, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
@@ -75,7 +75,11 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   // Half the events through each node: both dispatchers and both engines take work.
   await Promise.all(
     Array.from({ length: total }, (_, i) =>
-      (i % 2 ? a : b).call("events.record", { ...tenant, type: "c.tick", data: { i }, source: "test" }),
+      (i % 2 ? a : b).call(
+        "events.emit",
+        { type: "c.tick", data: { i } },
+        { meta: { auth: { ...tenant, key_id: "key_test", scopes: [] } } },
+      ),
     ),
   );
 

@@ -1,10 +1,10 @@
+import { configured, platformOf } from "../../app/broker";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { ServiceBroker, type ServiceSchema } from "moleculer";
 import { SERVICE_SCHEMAS } from "../../services";
 import { DELIVERIES } from "../../shared/deliveries";
 import { EVENTS, type EventDoc } from "../../shared/events";
-import { bindSettings } from "../../shared/runtime";
 import { declarationOf, declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { loadSettings } from "../../shared/config";
 import { DATABASE_FILE } from "../../shared/storage/sqlite";
@@ -93,8 +93,8 @@ describe("StoreMixin enforcement", () => {
     const dir = mkdtempSync(join(tmpdir(), "wfp-own-"));
     dirs.push(dir);
     const broker = new ServiceBroker({ logger: false });
-    bindSettings(broker, loadSettings({ DATA_DIR: dir, LOG_LEVEL: "false" }));
-    for (const schema of schemas) broker.createService(schema as ServiceSchema);
+    const platform = platformOf(loadSettings({ DATA_DIR: dir, LOG_LEVEL: "false" }));
+    for (const schema of schemas) broker.createService(configured(schema as ServiceSchema, platform));
     return broker;
   }
 

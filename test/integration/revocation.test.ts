@@ -1,5 +1,5 @@
 import type { ServiceBroker } from "moleculer";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import { startNats, tempDir, waitFor, type NatsServer } from "../helpers/cluster";
 import { api, expectError } from "../helpers/platform";

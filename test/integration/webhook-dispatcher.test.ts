@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Context, ServiceBroker } from "moleculer";
 import { Webhook } from "standardwebhooks";
 import { waitFor } from "../../tools/procs";
-import { createBroker } from "../../shared/broker";
+import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import { DELIVERIES, type DeliveryDoc } from "../../shared/deliveries";
 import { EVENT_STORED, eventDoc, EVENTS, type EventDoc, type Marker } from "../../shared/events";

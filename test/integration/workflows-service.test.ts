@@ -1,3 +1,4 @@
+import { configured, platformOf } from "../../app/broker";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -6,7 +7,6 @@ import { ServiceBroker, type Context } from "moleculer";
 import WorkflowsService from "../../services/workflows/workflows.service";
 import { loadSettings } from "../../shared/config";
 import type { EventDoc } from "../../shared/events";
-import { bindSettings } from "../../shared/runtime";
 import { waitFor } from "../../tools/procs";
 
 /**
@@ -52,11 +52,13 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 
   broker = new ServiceBroker({ logger: false, nodeID: "workflows-alone" });
-  bindSettings(
-    broker,
-    loadSettings({ DATA_DIR: dir, SERVICES: "workflows", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "50" }),
-  );
-  broker.createService(WorkflowsService);
+  const settings = loadSettings({
+    DATA_DIR: dir,
+    SERVICES: "workflows",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WORKFLOW_RETRY_BASE_MS: "50",
+  });
+  broker.createService(configured(WorkflowsService, platformOf(settings)));
   broker.createService({
     name: "events",
     actions: {

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { SCOPE_NAMES, SCOPES } from "../../../shared/scopes";
-import { call, type ApiKey } from "../api";
+import { call, type ApiKey, type NewApiKey } from "../api";
 import { Confirm, ErrorNotice, FieldError, ListOf, NeedsScope, SecretOnce, Status, Time, useAccount, useAction, useApi } from "../ui";
 
 export function KeysPage() {
@@ -8,7 +8,7 @@ export function KeysPage() {
   const [page, setPage] = useState(1);
   const list = useApi<ApiKey[]>("/api-keys", { page, per_page: 20 });
   const [creating, setCreating] = useState(false);
-  const [secret, setSecret] = useState<ApiKey | null>(null);
+  const [secret, setSecret] = useState<NewApiKey | null>(null);
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const revoke = useAction((id: string) => call<ApiKey>(key, "DELETE", `/api-keys/${encodeURIComponent(id)}`));
 
@@ -113,13 +113,13 @@ export function KeysPage() {
   );
 }
 
-function CreateKey({ onCreated, onCancel }: { onCreated(key: ApiKey): void; onCancel(): void }) {
+function CreateKey({ onCreated, onCancel }: { onCreated(key: NewApiKey): void; onCancel(): void }) {
   const { key, identity, can } = useAccount();
   const [name, setName] = useState("");
   const [scopes, setScopes] = useState<string[]>([]);
   const [expires, setExpires] = useState("");
   const create = useAction(() =>
-    call<ApiKey>(key, "POST", "/api-keys", {
+    call<NewApiKey>(key, "POST", "/api-keys", {
       name: name.trim(),
       scopes,
       ...(expires && { expires_at: new Date(expires).toISOString() }),

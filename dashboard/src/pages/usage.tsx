@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { Outcomes, UsageBucket } from "../api";
+import type { OutcomeReport, UsageBucket, UsageReport } from "../api";
 import { Choice, Empty, Loaded, useApi } from "../ui";
 
 const WINDOWS = {
@@ -12,14 +12,6 @@ const WINDOWS = {
 type WindowName = keyof typeof WINDOWS;
 const WINDOW_LABELS = Object.fromEntries(Object.entries(WINDOWS).map(([name, w]) => [name, w.label])) as Record<WindowName, string>;
 
-interface UsageAnswer {
-  from: string;
-  to: string;
-  granularity: "hour" | "day";
-  buckets: UsageBucket[];
-}
-type OutcomeAnswer = Outcomes & { from: string; to: string };
-
 const percent = (rate: number | null) => (rate === null ? "—" : `${(rate * 100).toFixed(1)} %`);
 
 export function UsagePage() {
@@ -28,10 +20,10 @@ export function UsagePage() {
   const [to, setTo] = useState(() => Date.now());
   const win = WINDOWS[windowName];
   const query = { from: new Date(to - win.ms).toISOString(), to: new Date(to).toISOString() };
-  const overTime = useApi<UsageAnswer>("/analytics/usage", { ...query, granularity: win.granularity });
-  const byRoute = useApi<UsageAnswer>("/analytics/usage", { ...query, granularity: "day", group_by: "route" });
-  const runs = useApi<OutcomeAnswer>("/analytics/workflows", query);
-  const deliveries = useApi<OutcomeAnswer>("/analytics/webhooks", query);
+  const overTime = useApi<UsageReport>("/analytics/usage", { ...query, granularity: win.granularity });
+  const byRoute = useApi<UsageReport>("/analytics/usage", { ...query, granularity: "day", group_by: "route" });
+  const runs = useApi<OutcomeReport>("/analytics/workflows", query);
+  const deliveries = useApi<OutcomeReport>("/analytics/webhooks", query);
 
   return (
     <section aria-labelledby="usage-title">
@@ -73,7 +65,7 @@ export function UsagePage() {
   );
 }
 
-function Rate({ title, state, unit }: { title: string; state: ReturnType<typeof useApi<OutcomeAnswer>>; unit: string }) {
+function Rate({ title, state, unit }: { title: string; state: ReturnType<typeof useApi<OutcomeReport>>; unit: string }) {
   return (
     <article class="stat" aria-label={title}>
       <h3>{title}</h3>

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
-import { DELIVERY_STATUSES } from "../../../shared/deliveries";
-import { call, type Delivery, type Webhook } from "../api";
+import { DELIVERY_STATUSES } from "../../../shared/wire";
+import { call, type Delivery, type Webhook, type WebhookWithSecret } from "../api";
 import { href } from "../session";
 import {
   Choice,
@@ -27,7 +27,7 @@ export function WebhooksPage() {
   const [page, setPage] = useState(1);
   const list = useApi<Webhook[]>("/webhooks", { page, per_page: 20 });
   const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<Webhook | null>(null);
+  const [created, setCreated] = useState<WebhookWithSecret | null>(null);
 
   return (
     <section aria-labelledby="webhooks-title">
@@ -83,14 +83,14 @@ export function WebhooksPage() {
   );
 }
 
-function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: Webhook): void; onCancel(): void }) {
+function CreateWebhook({ onCreated, onCancel }: { onCreated(wh: WebhookWithSecret): void; onCancel(): void }) {
   const { key } = useAccount();
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState("*");
   const [description, setDescription] = useState("");
   const types = useApi<{ type: string }[]>("/events/types", { per_page: 100 });
   const create = useAction(() =>
-    call<Webhook>(key, "POST", "/webhooks", {
+    call<WebhookWithSecret>(key, "POST", "/webhooks", {
       url: url.trim(),
       events: events
         .split(",")
@@ -178,7 +178,7 @@ export function WebhookPage({ id }: { id: string }) {
   const toggle = useAction((next: "enabled" | "disabled") =>
     call<Webhook>(key, "PATCH", `/webhooks/${encodeURIComponent(id)}`, { status: next }),
   );
-  const rotate = useAction(() => call<Webhook>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`));
+  const rotate = useAction(() => call<WebhookWithSecret>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`));
 
   return (
     <section aria-labelledby="webhook-title">

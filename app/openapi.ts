@@ -1,9 +1,9 @@
 import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
-import { ERROR_CODES } from "./errors";
-import { MAX_COUNTED } from "./pagination";
-import { SCOPES } from "./scopes";
-import { LATEST_VERSION } from "./versions";
+import { ERROR_CODES } from "../shared/errors";
+import { MAX_COUNTED } from "../shared/pagination";
+import { SCOPES } from "../shared/scopes";
+import { LATEST_VERSION } from "../shared/versions";
 
 /**
  * The API reference (OpenAPI 3.1), made from the gateway's route table and each action's

@@ -1,0 +1,44 @@
+import { ServiceBroker, type BrokerOptions, type ServiceSchema } from "moleculer";
+import { brokerOptions } from "../moleculer.config";
+import { SERVICE_SCHEMAS } from "../services";
+import { ROUTES } from "../services/gateway/routes";
+import type { Settings } from "../shared/config";
+import { sharedStore, type PlatformSettings } from "../shared/platform";
+import { openStore } from "../shared/storage";
+import type { Store } from "../shared/storage/types";
+import { openApiDocument } from "./openapi";
+
+/**
+ * The composition root: a broker running the services `settings.services` names, each configured
+ * through its schema settings (shared/platform.ts). Without a transporter every service runs here.
+ * A `store` given here is used instead of opening one.
+ */
+export function createBroker(settings: Settings, overrides: Partial<BrokerOptions> = {}, store?: Store): ServiceBroker {
+  const broker = new ServiceBroker(brokerOptions(settings, overrides));
+  const platform = platformOf(settings, store);
+  for (const name of settings.services) {
+    const schema = SERVICE_SCHEMAS[name];
+    if (schema) broker.createService(configured(schema, platform));
+  }
+  return broker;
+}
+
+/** What the services of one broker share: the settings, one store handle, the API reference. */
+export function platformOf(settings: Settings, store?: Store): Pick<PlatformSettings, "config" | "store" | "apiReference"> {
+  let reference: unknown;
+  return {
+    config: settings,
+    store: sharedStore(() => store ?? openStore(settings)),
+    apiReference: () => (reference ??= openApiDocument(ROUTES, SERVICE_SCHEMAS)),
+  };
+}
+
+/**
+ * `schema` with the platform in its settings, kept out of what the service tells other nodes about
+ * itself (tests also run one service this way, with its neighbours stubbed).
+ */
+export function configured(schema: ServiceSchema<any, any, any>, platform: Record<string, unknown>): ServiceSchema<any, any, any> {
+  const own = schema.settings ?? {};
+  const secure = [...(own.$secureSettings ?? []), ...Object.keys(platform)];
+  return { ...schema, settings: { ...own, ...platform, $secureSettings: secure } };
+}
