@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 /**
  * The benchmarks' receiver, in a process of its own: answers every request 200 at once and records,
  * per delivery (or workflow http step), the time from its `sent` stamp to the arrival.
- * The parent talks to it over IPC: "reset", then "stats" → counts and latencies.
+ * The parent talks to it over IPC: "reset", then "count" → unique deliveries, "stats" → counts and latencies.
  *
  *   node dist/bench/webhook-receiver.js <port>
  */
@@ -46,6 +46,8 @@ process.on("message", (msg: string) => {
     seen.clear();
     latencies = [];
     process.send?.({ reset: true });
+  } else if (msg === "count") {
+    process.send?.({ unique: seen.size });
   } else if (msg === "stats") {
     process.send?.({ count, unique: seen.size, first, last, latencies });
   }

@@ -26,6 +26,9 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const IN_FLIGHT = 32;
 const COMMON = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 const API_SERVICES = "gateway,auth,keys,orgs,events,webhooks";
+/** BENCH_PROF=<dir>: CPU profiles of the single process and of the cluster's dispatchers, in <dir>/<node>. */
+const PROF = process.env.BENCH_PROF;
+const profiled = (node: string): Record<string, string> => (PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${PROF}/${node}` } : {});
 
 interface ModeFigures {
   name: string;
@@ -112,12 +115,8 @@ async function main(): Promise<void> {
       figures.push(
         await measure("single process", rx, dir, base, async () => {
           await ingest.kill("SIGTERM");
-          // BENCH_PROF=<dir> writes a CPU profile of the single process there.
-          const node = startNode("single", {
-            ...env,
-            ...(process.env.BENCH_PROF && { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}` }),
-          });
-          t.add(() => node.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL"));
+          const node = startNode("single", { ...env, ...profiled("single") });
+          t.add(() => node.kill(PROF ? "SIGTERM" : "SIGKILL"));
           return [node];
         }),
       );
@@ -128,8 +127,8 @@ async function main(): Promise<void> {
       const { dir, env, node: apiNode, base } = await storeNode(t, "api", COMMON, API_SERVICES, await natsFor(t));
       figures.push(
         await measure("cluster (api | 2 dispatchers, NATS)", rx, dir, base, async () => {
-          const dispatchers = ["d1", "d2"].map((name) => startNode(name, { ...env, SERVICES: "webhook-dispatcher" }));
-          for (const d of dispatchers) t.add(() => d.kill("SIGKILL"));
+          const dispatchers = ["d1", "d2"].map((name) => startNode(name, { ...env, SERVICES: "webhook-dispatcher", ...profiled(name) }));
+          for (const d of dispatchers) t.add(() => d.kill(PROF ? "SIGTERM" : "SIGKILL"));
           return [apiNode, ...dispatchers];
         }),
       );

@@ -72,26 +72,45 @@ export class EventConsumer {
 
   /**
    * Events still marked after the grace period (their wake-up was lost, or no node ran), batch
-   * after batch while batches are handled; `between` runs before each next batch (back-pressure).
+   * after batch; `between` runs before each next batch (back-pressure). A batch is read while the
+   * one before it is still being handled (at most two are under way), so a backlog's sends never
+   * stop between batches. Each read starts at the previous one's last marker and skips the events
+   * already taken: one sweep walks the marked events once, and what it leaves marked (not finished,
+   * or another node's) waits for the next sweep.
    */
   async sweep(between?: () => Promise<void>): Promise<void> {
     if (this.sweeping || this.stopped) return;
     this.sweeping = true;
+    let previous: Promise<unknown> = Promise.resolve();
     try {
+      let from: { at: number; taken: Set<string> } | undefined;
       for (;;) {
+        const cut = Date.now() - GRACE_MS;
+        const limit = BATCH + (from?.taken.size ?? 0);
         // Oldest first, read in order from the sparse marker index: a batch costs its size.
-        const stale = await this.events.find(
+        const read = await this.events.find(
           ALL_TENANTS,
-          { [this.marker]: { $lt: Date.now() - GRACE_MS } },
-          { sort: { [this.marker]: 1 }, limit: BATCH },
+          { [this.marker]: from ? { $lt: cut, $gte: from.at } : { $lt: cut } },
+          { sort: { [this.marker]: 1 }, limit },
         );
-        const done = stale.length > 0 ? await this.process(stale) : 0;
-        if (stale.length < BATCH || done === 0 || this.stopped) break;
+        const stale = from ? read.filter((e) => !from!.taken.has(e.id)) : read;
+        if (stale.length === 0) break;
+        const at = stale[stale.length - 1][this.marker] as number;
+        const taken = new Set(from?.at === at ? from.taken : []);
+        for (const e of stale) if (e[this.marker] === at) taken.add(e.id);
+        from = { at, taken };
+        const handling = this.process(stale).catch((err: unknown) =>
+          this.logger.warn("event sweep: a batch failed; the next sweep retries it", err),
+        );
+        await previous;
+        previous = handling;
+        if (read.length < limit || this.stopped) break;
         await between?.();
       }
     } catch (err) {
       this.logger.warn("event sweep failed; the next one retries", err);
     } finally {
+      await previous;
       this.sweeping = false;
     }
   }

@@ -106,6 +106,8 @@ interface DispatcherVars extends StoreVars<typeof STORE> {
   peersSince: number;
   /** First attempts found made twice (another node stored the delivery first); see `stored`. */
   duplicates: number;
+  /** Attempts made whose outcome is still being written (see `attempt`). */
+  settling: Set<Promise<void>>;
 }
 interface DispatcherMethods {
   leaseMs(): number;
@@ -117,7 +119,10 @@ interface DispatcherMethods {
   written(job: Job, result: "ok" | "duplicate" | "failed"): void;
   /** Rereads the dispatcher nodes; on a change, every delivery not stored yet gets its claimed row. */
   refreshPeers(): void;
+  /** Makes the attempt; resolves once its request is answered (its outcome is written after: see `settling`). */
   attempt(job: Job): Promise<void>;
+  /** Logs a failure of an attempt or of writing its outcome (once per kind; each delivery at debug level). */
+  report(job: Job, work: Promise<void>): Promise<void>;
   settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
   claim(id?: string): Promise<boolean>;
   poll(): Promise<void>;
@@ -406,7 +411,22 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       const body = JSON.stringify(payload);
       const at = new Date().toISOString();
       const result = await this.sender.post(target.id, target.url, body, deliveryHeaders(delivery, body, target.secrets));
-      await this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result });
+      // The lane's slot (a connection of the webhook's pool) is free once answered: the next attempt
+      // goes out while this outcome is written, so the store's latency never idles connections.
+      const settling = this.report(job, this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result }));
+      this.settling.add(settling);
+      void settling.then(() => this.settling.delete(settling));
+    },
+
+    report(job, work) {
+      return work.then(
+        () => this.failures.ok("delivery attempts"),
+        (err: unknown) => {
+          // Once per kind of failure, not per delivery; each delivery at debug level.
+          this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
+          this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
+        },
+      );
     },
 
     async settle(job, attempt, forced) {
@@ -571,15 +591,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.lanes = new Lanes<Job>(
       PER_WEBHOOK,
       TOTAL,
-      (job) =>
-        this.attempt(job).then(
-          () => this.failures.ok("delivery attempts"),
-          (err: unknown) => {
-            // Once per kind of failure, not per delivery; each delivery at debug level.
-            this.failures.failed("delivery attempts", err, "each delivery falls due again when its claim runs out");
-            this.logger.debug(`delivery ${job.delivery.id}: attempt failed to run; it falls due again`, err);
-          },
-        ),
+      (job) => this.report(job, this.attempt(job)),
       (key, job, rate) => this.throttle.reserve(job.delivery.org_id, key, rate),
     );
     this.consumer = new EventConsumer(
@@ -601,6 +613,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.peersKey = this.broker.nodeID;
     this.peersSince = Date.now();
     this.duplicates = 0;
+    this.settling = new Set();
     this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
   },
 
@@ -635,6 +648,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       }),
     );
     await this.lanes.idle();
+    await Promise.all(this.settling);
     await this.tally.flush();
     await this.sender.close();
     await pruning;

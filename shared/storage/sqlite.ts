@@ -326,18 +326,59 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  /**
+   * The new column values when `update` only sets or unsets top-level field columns to column
+   * values (what unsetting an event's marker does), so rows need no reading: see `updateMany`.
+   */
+  private columnsUpdate(update: Update): Map<string, string | number | null> | null {
+    const changes = new Map<string, string | number | null>();
+    for (const [op, fields] of Object.entries(update)) {
+      if (op !== "$set" && op !== "$unset") return null;
+      for (const [field, value] of Object.entries(fields as Record<string, unknown>)) {
+        if (!this.layout.has(field) || changes.has(field)) return null;
+        if (op === "$unset") changes.set(field, null);
+        else if (columnValue(value)) changes.set(field, value);
+        else return null;
+      }
+    }
+    return changes.size > 0 ? changes : null;
+  }
+
   async updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
     checkUpdate(update);
     return this.write(() => {
-      const { sql, params } = this.select(scope, filter, {});
-      const rows = this.stmt(sql).all(...params) as Row[];
-      if (rows.length === 0) return 0;
-      // All or nothing: a unique index refusing the tenth row undoes the nine before it.
+      const columns = this.columnsUpdate(update);
+      const compiled = this.layout.compile(scope, filter);
+      // Rows whose `doc` holds one of the fields (a value that was no column value) take the general
+      // path below; every other row is changed by one UPDATE, none of it read or parsed here.
+      const marks = columns ? [...columns.keys()].map((f) => `"${f}":`) : [];
+      const holds = marks.map(() => "instr(doc, ?) > 0").join(" OR ");
+      const where = whereOf(compiled);
+      const and = where ? `${where} AND ` : " WHERE ";
       const db = this.store.db;
+      // All or nothing: a unique index refusing the tenth row undoes the nine before it.
       db.exec("SAVEPOINT many");
       try {
+        let changed = 0;
+        if (columns) {
+          const sets = [...columns.keys()].map((f) => `"c_${f}" = ?`).join(", ");
+          try {
+            changed = Number(
+              this.stmt(`UPDATE ${this.table} SET ${sets}${and}NOT (${holds})`).run(...columns.values(), ...compiled.params, ...marks)
+                .changes,
+            );
+          } catch (err) {
+            this.duplicate(err);
+          }
+        }
+        const rows = (
+          columns
+            ? this.stmt(`SELECT ${this.layout.rowColumns()} FROM ${this.table}${and}(${holds})`).all(...compiled.params, ...marks)
+            : this.stmt(`SELECT ${this.layout.rowColumns()} FROM ${this.table}${where}`).all(...compiled.params)
+        ) as Row[];
         for (const row of rows) this.updateRow(row, update, false);
         db.exec("RELEASE many");
+        return changed + rows.length;
       } catch (err) {
         if (db.isTransaction) {
           db.exec("ROLLBACK TO many");
@@ -345,7 +386,6 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
         }
         throw err;
       }
-      return rows.length;
     });
   }
 

@@ -311,6 +311,26 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect((await second.update(A, { status: "due" }, { $set: { status: "claimed" } }, { sort: { seq: -1 } }))?.seq).toBe(20);
     });
 
+    it("sets and unsets indexed fields with updateMany over rows holding them as any JSON type, in scope, all or nothing", async () => {
+      const names = async (filter: object) => (await items.find(A, filter as never, { sort: { name: 1 } })).map((d) => d.name);
+      const odd: unknown[] = [true, { a: 1 }, [2], null];
+      for (let i = 0; i < 6; i += 1) await put({ name: `n${i}`, seq: i });
+      for (const [i, seq] of odd.entries()) await put({ name: `o${i}`, seq } as Partial<Item>);
+      await items.insert({ id: uid(), ...B, name: "other", seq: 1 });
+      const ids = (await items.find(A, {})).map((d) => d.id);
+      expect(await items.updateMany(A, { id: { $in: ids } }, { $unset: { seq: true } })).toBe(ids.length);
+      expect(await names({ seq: { $exists: true } })).toEqual([]);
+      expect((await items.find(B, {}))[0].seq).toBe(1);
+      expect(await items.updateMany(A, { name: { $in: ["n1", "o0", "o1"] } }, { $set: { seq: 9, status: "s" } })).toBe(3);
+      expect(await names({ seq: 9, status: "s" })).toEqual(["n1", "o0", "o1"]);
+      // A unique index refusing the second row undoes the first.
+      await expect(items.updateMany(A, { seq: 9 }, { $set: { slot: "same" } })).rejects.toMatchObject({
+        type: "resource_exists",
+        data: { fields: ["slot"] },
+      });
+      expect(await names({ slot: { $exists: true } })).toEqual([]);
+    });
+
     it("counts what updateMany, delete and deleteMany touched", async () => {
       for (let n = 1; n <= 4; n += 1) await put({ n });
       expect(await items.updateMany(A, { n: { $gte: 3 } }, { $set: { status: "big" } })).toBe(2);
