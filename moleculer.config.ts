@@ -74,10 +74,18 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
         ? false
         : {
             enabled: true,
-            // On loopback unless METRICS_HOST widens it; nothing about the machine or its user.
+            // Where the API listens (HOST) unless METRICS_HOST says otherwise; nothing about the machine or its
+            // user: Moleculer's default labels name the node by host name and process id unless NODE_ID is set,
+            // so a node is labelled only by the NODE_ID it was given (the scraper's `instance` tells the others apart).
             reporter: {
               type: "Prometheus",
-              options: { host: settings.metricsHost, port: settings.metricsPort, path: "/metrics", excludes: PRIVATE_METRICS },
+              options: {
+                host: settings.metricsHost,
+                port: settings.metricsPort,
+                path: "/metrics",
+                excludes: PRIVATE_METRICS,
+                defaultLabels: () => ({ namespace: "wfp", ...(settings.nodeId && { nodeID: settings.nodeId }) }),
+              },
             },
           },
     tracing: false,

@@ -85,7 +85,7 @@ export interface Settings {
   eventRetentionDays: number;
   /** Prometheus metrics on this port (`/metrics`); unset: off. */
   metricsPort: number | undefined;
-  /** The address the metrics listener binds: loopback unless widened on purpose. */
+  /** The address the metrics listener binds: METRICS_HOST, else HOST (where the API listens). */
   metricsHost: string;
   /** How this node proves itself to nats-server, and checks the server (TLS). */
   nats: NatsAuth;
@@ -142,8 +142,8 @@ function services(env: Env): ServiceName[] {
   return [...new Set(names)] as ServiceName[];
 }
 
-function metricsHost(env: Env): string {
-  const raw = env.METRICS_HOST?.trim() || "127.0.0.1";
+function metricsHost(env: Env, host: string): string {
+  const raw = env.METRICS_HOST?.trim() || host;
   if (isIP(raw) === 0 && raw !== "localhost") throw new SettingsError("METRICS_HOST", `'${raw}' is not an IP address`);
   return raw;
 }
@@ -216,7 +216,7 @@ export function loadSettings(env: Env = process.env): Settings {
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
-    metricsHost: metricsHost(env),
+    metricsHost: metricsHost(env, env.HOST?.trim() || "0.0.0.0"),
     nats: natsAuth(env),
   };
 }

@@ -14,6 +14,8 @@ export interface CallMeta {
   auth?: Caller;
   api_version?: string;
   request_id?: string;
+  /** The client's W3C traceparent, when valid (shared/trace.ts). */
+  traceparent?: string;
 }
 
 export function callerOf(ctx: Context<unknown, CallMeta>): Caller {

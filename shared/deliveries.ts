@@ -33,11 +33,22 @@ export interface DeliveryDoc extends Delivery {
   due_at?: number;
   /** Internal: the current claim's token; absent when nobody holds one. */
   lease?: string;
+  /** Internal: the request that emitted its event and its traceparent (shared/trace.ts); in log lines and as a child traceparent header. */
+  request_id?: string;
+  traceparent?: string;
 }
 
 export type DeliveryView = Delivery;
 
-export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => view;
+export const deliveryView = ({
+  org_id: _o,
+  due_at: _d,
+  lease: _l,
+  series_start: _s,
+  request_id: _r,
+  traceparent: _t,
+  ...view
+}: DeliveryDoc): DeliveryView => view;
 
 /** The delivery log: owned by the webhook dispatcher, read by the webhooks service's API and by events' retention. */
 export const DELIVERIES = collectionSpec<DeliveryDoc>("webhook_deliveries", [

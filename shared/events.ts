@@ -50,6 +50,9 @@ export interface EventDoc extends PlatformEvent {
   chain_depth?: number;
   /** Internal: the event that began the chain of runs that led to this one (absent: this event is a root). */
   chain_root?: string;
+  /** Internal: the request that emitted it and its traceparent (shared/trace.ts), passed on to its deliveries and runs. */
+  request_id?: string;
+  traceparent?: string;
 }
 
 export type EventView = PlatformEvent;
@@ -94,6 +97,8 @@ export interface NewEvent {
   origin_workflow_id?: string;
   chain_depth?: number;
   chain_root?: string;
+  request_id?: string;
+  traceparent?: string;
 }
 
 /** An event another service hands to the events service to store: its id and time fixed, so a second hand-over stores nothing. */

@@ -23,14 +23,31 @@ export type OutcomePeriod = keyof typeof OUTCOME_PERIODS;
 
 export interface OutcomeRow extends Doc {
   environment: Environment;
-  period: OutcomePeriod;
+  /** A counter period, or `latest`: a webhook's one row of its last attempt (see LatestAttempt). */
+  period: OutcomePeriod | "latest";
   /** The period's start, ms since the epoch (UTC). */
   start: number;
 }
 
 export const WEBHOOK_COUNTS = ["created", "succeeded", "failed", "attempts_succeeded", "attempts_failed"] as const;
 export type WebhookCount = (typeof WEBHOOK_COUNTS)[number];
-export interface WebhookOutcomeRow extends OutcomeRow, Partial<Record<WebhookCount, number>> {
+/**
+ * Attempts counted in the hour they were made (hour rows only), whatever the hour their delivery was
+ * created in: a webhook's health over the last 24 h reads its 24 hour rows (see healthOf).
+ */
+export const ATTEMPT_COUNTS = ["tried_succeeded", "tried_failed"] as const;
+export type AttemptCount = (typeof ATTEMPT_COUNTS)[number];
+
+/** A webhook's `latest` row: its last attempt and the attempts that failed in a row up to it. */
+export interface LatestAttempt {
+  last_at?: string;
+  last_status_code?: number | null;
+  last_ok?: boolean;
+  /** Attempts failed in a row (0 after a success). */
+  streak?: number;
+}
+
+export interface WebhookOutcomeRow extends OutcomeRow, Partial<Record<WebhookCount | AttemptCount, number>>, LatestAttempt {
   webhook_id: string;
 }
 
@@ -77,6 +94,37 @@ export function webhookRowsOf(delivery: {
   }));
 }
 
+/** The hour row an attempt made at `atMs` counts in (its `tried_*`), and the webhook's `latest` row. */
+export function attemptRowsOf(delivery: { org_id: string; environment: Environment; webhook_id: string }, atMs: number) {
+  const { org_id, environment, webhook_id } = delivery;
+  const start = atMs - (atMs % OUTCOME_PERIODS.hour);
+  const hour: WebhookOutcomeRow = { id: `${webhook_id}.hour.${start}`, org_id, environment, webhook_id, period: "hour", start };
+  const latest: WebhookOutcomeRow = { id: `${webhook_id}.latest`, org_id, environment, webhook_id, period: "latest", start: 0 };
+  return { hour, latest };
+}
+
+/** A webhook's health as the API shows it (shared/wire.ts WebhookHealth), from its `latest` row and its last 24 hour rows. */
+export function healthOf(latest: LatestAttempt | null, hours: readonly Partial<Record<AttemptCount, number>>[]) {
+  let succeeded = 0;
+  let failed = 0;
+  for (const row of hours) {
+    succeeded += row.tried_succeeded ?? 0;
+    failed += row.tried_failed ?? 0;
+  }
+  const total = succeeded + failed;
+  return {
+    last_attempt: latest?.last_at
+      ? { at: latest.last_at, status_code: latest.last_status_code ?? null, ok: latest.last_ok === true }
+      : null,
+    consecutive_failed_attempts: latest?.streak ?? 0,
+    attempts_24h: { total, succeeded, failed },
+    success_rate_24h: total === 0 ? null : Math.round((succeeded / total) * 10_000) / 10_000,
+  };
+}
+
+/** The start of the oldest of the 24 hour rows that answer "the last 24 h" at `now` (this hour and the 23 before). */
+export const last24hFrom = (now: number): number => now - (now % OUTCOME_PERIODS.hour) - 23 * OUTCOME_PERIODS.hour;
+
 /** The hour and day rows of a workflow that count a run whose end was recorded at `at` (ISO). */
 export function runRowsOf(run: { org_id: string; environment: Environment; workflow_id: string }, at: string): RunOutcomeRow[] {
   const { org_id, environment, workflow_id } = run;
@@ -117,6 +165,8 @@ export async function pruneOutcomes<T extends OutcomeRow>(rows: Collection<T>, n
  */
 export class Tally<T extends OutcomeRow> {
   private held = new Map<string, { row: T; inc: Record<string, number> }>();
+  /** `latest` rows: the last attempt seen this turn, failures since the turn's last success (or all, with none). */
+  private latest = new Map<string, { row: T; last: Required<Omit<LatestAttempt, "streak">>; failed: number; reset: boolean }>();
   private scheduled: NodeJS.Immediate | undefined;
   private readonly writing = new Set<Promise<void>>();
 
@@ -151,12 +201,50 @@ export class Tally<T extends OutcomeRow> {
     this.scheduled ??= setImmediate(() => void this.flush());
   }
 
+  /**
+   * An attempt's end on `row` (a `latest` row): the row keeps the last one and the failures in a
+   * row. Written with the turn's counts, one update per row however many attempts ended.
+   */
+  note(row: T, at: string, status_code: number | null, ok: boolean): void {
+    let entry = this.latest.get(row.id);
+    if (!entry) {
+      entry = { row, last: { last_at: at, last_status_code: status_code, last_ok: ok }, failed: 0, reset: false };
+      this.latest.set(row.id, entry);
+    }
+    if (at >= entry.last.last_at) entry.last = { last_at: at, last_status_code: status_code, last_ok: ok };
+    if (ok) {
+      entry.reset = true;
+      entry.failed = 0;
+    } else entry.failed += 1;
+    this.scheduled ??= setImmediate(() => void this.flush());
+  }
+
   /** Writes what is held now; resolves once every counter write asked for so far has answered. */
   async flush(): Promise<void> {
     if (this.scheduled) clearImmediate(this.scheduled);
     this.scheduled = undefined;
     const batch = [...this.held.values()];
     this.held = new Map();
+    const latest = [...this.latest.values()];
+    this.latest = new Map();
+    for (const { row, last, failed, reset } of latest) {
+      // A success this turn restarts the streak at the failures after it; else they add to it.
+      const update = reset ? { $set: { ...last, streak: failed } } : { $set: last, $inc: { streak: failed } };
+      const scope = { org_id: row.org_id };
+      const write: Promise<void> = this.rows
+        .update(scope, { id: row.id }, update)
+        .then(async (done) => {
+          if (done) return;
+          await this.rows.increment(row, { streak: 0 });
+          await this.rows.update(scope, { id: row.id }, update);
+        })
+        .then(
+          () => undefined,
+          (err: unknown) => this.warn(`the last attempt of ${row.id} was not recorded`, err),
+        )
+        .finally(() => this.writing.delete(write));
+      this.writing.add(write);
+    }
     for (const { row, inc } of batch) {
       const write: Promise<void> = this.rows
         .increment(row, inc)

@@ -68,6 +68,22 @@ export interface Webhook {
   rate_limit: number | null;
   created_at: string;
   updated_at: string;
+  /** GET /webhooks and GET /webhooks/{id} only: how its attempts are going. */
+  health?: WebhookHealth;
+}
+
+/**
+ * An endpoint's health, from counters kept as attempts end (never a scan of its deliveries): every
+ * attempt counts, retries of deliveries still pending included.
+ */
+export interface WebhookHealth {
+  /** The last attempt that reached an answer or failed (`status_code` null: no answer, e.g. a time-out); null before any. */
+  last_attempt: { at: string; status_code: number | null; ok: boolean } | null;
+  /** Attempts failed in a row up to the last one (0 once one succeeds). */
+  consecutive_failed_attempts: number;
+  /** Attempts made in the last 24 h (this hour and the 23 before) and the share that succeeded; null without any. */
+  attempts_24h: { total: number; succeeded: number; failed: number };
+  success_rate_24h: number | null;
 }
 
 /** The answers to POST /webhooks and rotate-secret, the only ones that hold the signing secret. */

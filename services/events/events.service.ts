@@ -1,3 +1,4 @@
+import { traceOf } from "../../shared/trace";
 import type { Context, ServiceSchema } from "moleculer";
 import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { DELIVERIES } from "../../shared/deliveries";
@@ -94,7 +95,7 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
         // The catalogue first: noting a type twice is harmless, so a failure of either write leaves
         // no event behind that the client was told is not stored (a retry would store it twice).
         await this.noteType({ org_id, environment, type: ctx.params.type, created_at: nowIso() });
-        const event = await this.append({ org_id, environment, type: ctx.params.type, data, source: "api" });
+        const event = await this.append({ org_id, environment, type: ctx.params.type, data, source: "api", ...traceOf(ctx.meta) });
         return eventView(event);
       },
     },

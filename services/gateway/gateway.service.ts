@@ -7,6 +7,8 @@ import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
 import { FailureLog } from "../../shared/failure-log";
 import { newId } from "../../shared/ids";
+import { Metrics } from "../../shared/metrics";
+import { REQUEST_ID_PATTERN, validTraceparent } from "../../shared/trace";
 import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
 import { SERVICE_NAMES } from "../../shared/config";
 import type { PlatformSettings } from "../../shared/platform";
@@ -38,6 +40,8 @@ const MAX_TOKEN_LENGTH = 200;
 /** What the gateway learns about one request along the way. */
 interface Exchange {
   requestId: string;
+  /** The client's traceparent, when valid: passed on to what the request starts. */
+  traceparent?: string;
   version: string;
   /** performance.now() when the request came in. */
   start: number;
@@ -88,6 +92,8 @@ interface GatewayVars extends StoreVars<typeof STORE>, ListenVars {
   dashboard: ReturnType<typeof dashboardServer>;
   /** Failed store probes of /ready, logged once per kind of failure. */
   storeProbe: FailureLog;
+  /** HTTP requests by route template, method and status, and their latency (shared/metrics.ts). */
+  metrics: Metrics;
 }
 interface GatewayMethods extends ListenMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
@@ -225,6 +231,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         throw new ApiError("rate_limited", "Too many requests from this address; slow down", { retry_after: byAddress.reset });
       }
       if ((path === "/health" || path === "/ready") && (req.method === "GET" || req.method === "HEAD")) {
+        x.route = path;
         return path === "/health" ? { status: 200, body: { status: "ok" } } : this.readiness();
       }
       if (path === "/v1/openapi.json" && req.method === "GET") return { status: 200, body: this.settings.apiReference() };
@@ -272,7 +279,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         x.idempotency = { id: begun.id, tenant };
       }
 
-      const meta: CallMeta = { auth: caller, api_version: x.version, request_id: x.requestId };
+      const meta: CallMeta = {
+        auth: caller,
+        api_version: x.version,
+        request_id: x.requestId,
+        ...(x.traceparent && { traceparent: x.traceparent }),
+      };
       // Reads are safe to repeat: one that meets a dead node is retried on another (cluster only).
       const data = await this.broker.call<any, Record<string, unknown>>(
         route.action,
@@ -343,8 +355,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     exchangeOf(req) {
+      // A client's own request id is kept when well-formed (REQUEST_ID_PATTERN); anything else gets ours.
+      const given = req.headers["x-request-id"];
+      const traceparent = validTraceparent(req.headers.traceparent);
       return {
-        requestId: newId("req"),
+        requestId: typeof given === "string" && REQUEST_ID_PATTERN.test(given) ? given : newId("req"),
+        ...(traceparent && { traceparent }),
         version: LATEST_VERSION,
         start: performance.now(),
         method: req.method ?? "GET",
@@ -391,6 +407,12 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       if (x.caller && x.route) {
         const { org_id, environment, key_id } = x.caller;
         this.meter.record({ at: Date.now(), org_id, environment, key_id, method: x.method, route: x.route, status, latency_ms: ms });
+      }
+      if (this.metrics.enabled) {
+        // The route's template (never the raw path, whose ids would make a series each), and the status the client gets.
+        const route = x.route ?? "unmatched";
+        this.metrics.increment("httpRequests", { route, method: x.method, status });
+        this.metrics.observe("httpDuration", ms / 1000, { route, method: x.method });
       }
       // The access log, at debug level (LOG_LEVEL=debug): one JSON line per answer, by request id.
       // Checked first: the line is not even built on the request path otherwise.
@@ -574,6 +596,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     this.metering = false;
     this.dashboard = dashboardServer(defaultDashboardDir());
     this.storeProbe = new FailureLog(this.logger);
+    this.metrics = new Metrics(this.broker, ["httpRequests", "httpDuration"]);
     this.identities = new IdentityCache(
       (token) => this.broker.call<Identity, { token: string }>("auth.resolve", { token }),
       IDENTITY_TTL_MS,

@@ -2,6 +2,7 @@ import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatu
 import { createHash } from "node:crypto";
 import { isId } from "../../shared/ids";
 import type { Update } from "../../shared/storage/types";
+import { traceOf, type Trace } from "../../shared/trace";
 
 /** What an attempt's outcome does to its delivery: settle it, or schedule the next attempt. */
 export interface Outcome {
@@ -58,11 +59,12 @@ export function deliveryId(eventId: string, webhookId: string): string {
 /** A delivery not stored yet: its first attempt is made before its row is written (see the dispatcher). */
 export function freshDelivery(
   tenant: Pick<DeliveryDoc, "org_id" | "environment">,
-  event: { id: string; type: string },
+  event: { id: string; type: string } & Trace,
   webhookId: string,
   at: string,
 ): DeliveryDoc {
   return {
+    ...traceOf(event),
     id: deliveryId(event.id, webhookId),
     org_id: tenant.org_id,
     environment: tenant.environment,
@@ -84,7 +86,7 @@ export function freshDelivery(
  */
 export function claimedDelivery(
   tenant: Pick<DeliveryDoc, "org_id" | "environment">,
-  event: { id: string; type: string },
+  event: { id: string; type: string } & Trace,
   webhookId: string,
   at: string,
   claim: { dueAt: number; lease: string },

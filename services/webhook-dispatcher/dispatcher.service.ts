@@ -5,7 +5,9 @@ import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type EventPayload } from "../../shared/events";
 import { FailureLog } from "../../shared/failure-log";
-import { Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
+import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
+import { attemptRowsOf, Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
+import { childTraceparent } from "../../shared/trace";
 import { DAY_MS, firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
 import { deliveryHeaders } from "../../shared/signing";
@@ -108,6 +110,8 @@ interface DispatcherVars extends StoreVars<typeof STORE> {
   duplicates: number;
   /** Attempts made whose outcome is still being written (see `attempt`). */
   settling: Set<Promise<void>>;
+  metrics: Metrics;
+  gauges: NodeJS.Timeout | undefined;
 }
 interface DispatcherMethods {
   leaseMs(): number;
@@ -127,6 +131,10 @@ interface DispatcherMethods {
   claim(id?: string): Promise<boolean>;
   poll(): Promise<void>;
   later(fn: () => void, ms: number): void;
+  /** An attempt recorded (stored): its counts, the webhook's last attempt, the metrics and, when it failed, a warn line. */
+  attempted(delivery: DeliveryDoc, attempt: Attempt, dueAt: number | null): void;
+  /** The backlog gauges, from the `due_at` index: bounded reads. */
+  measureBacklog(): Promise<void>;
   /** Deletes the settled deliveries created more than EVENT_RETENTION_DAYS before `now`. */
   pruneDeliveries(now: number, control: PruneControl): Promise<number>;
 }
@@ -410,7 +418,9 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       }
       const body = JSON.stringify(payload);
       const at = new Date().toISOString();
-      const result = await this.sender.post(target.id, target.url, body, deliveryHeaders(delivery, body, target.secrets));
+      const headers = deliveryHeaders(delivery, body, target.secrets);
+      if (delivery.traceparent) headers.traceparent = childTraceparent(delivery.traceparent);
+      const result = await this.sender.post(target.id, target.url, body, headers);
       // The lane's slot (a connection of the webhook's pool) is free once answered: the next attempt
       // goes out while this outcome is written, so the store's latency never idles connections.
       const settling = this.report(job, this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result }));
@@ -476,6 +486,8 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
         }
       }
       this.tally.add(webhookRowsOf(delivery), counts);
+      if (attempt && !forced) this.attempted(delivery, attempt, outcome.dueAt);
+      if (outcome.dueAt === null) this.metrics.increment("deliveries", { outcome: outcome.status });
       if (outcome.dueAt !== null) {
         const wait = outcome.dueAt - now;
         if (wait <= LOCAL_TIMER_MAX_MS) {
@@ -558,6 +570,40 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       }
     },
 
+    attempted(delivery, attempt, dueAt) {
+      const ok = attempt.error === null;
+      const rows = attemptRowsOf(delivery, Date.parse(attempt.at));
+      this.tally.add([rows.hour], { [ok ? "tried_succeeded" : "tried_failed"]: 1 });
+      this.tally.note(rows.latest, attempt.at, attempt.status_code, ok);
+      this.metrics.increment("attempts", { outcome: ok ? "succeeded" : "failed" });
+      if (ok) return;
+      this.logger.warn(
+        {
+          delivery_id: delivery.id,
+          webhook_id: delivery.webhook_id,
+          event_id: delivery.event_id,
+          status_code: attempt.status_code,
+          error: attempt.error,
+          attempt: attempt.number,
+          next_attempt_at: dueAt === null ? null : new Date(dueAt).toISOString(),
+          request_id: delivery.request_id ?? null,
+        },
+        "delivery attempt failed",
+      );
+    },
+
+    async measureBacklog() {
+      const now = Date.now();
+      const [due, next] = await Promise.all([
+        this.deliveries.count(ALL_TENANTS, { due_at: { $lte: now } }, { limit: GAUGE_COUNT_CAP }),
+        this.deliveries.find(ALL_TENANTS, { due_at: { $exists: true } }, { sort: { due_at: 1 }, limit: 100 }),
+      ]);
+      const oldest = next.reduce((min, d) => Math.min(min, Date.parse(d.created_at)), now);
+      this.metrics.set("due", due);
+      this.metrics.set("queued", this.lanes.size);
+      this.metrics.set("oldestPending", (now - oldest) / 1000);
+    },
+
     later(fn, ms) {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
@@ -615,6 +661,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.duplicates = 0;
     this.settling = new Set();
     this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
+    this.metrics = new Metrics(this.broker, ["deliveries", "attempts", "due", "queued", "oldestPending"]);
   },
 
   started() {
@@ -622,6 +669,15 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.poller.unref();
     void this.poll();
     this.pruner.start();
+    if (this.metrics.enabled) {
+      const measure = () =>
+        void this.measureBacklog().catch((err: unknown) =>
+          this.failures.failed("measuring the backlog", err, "the gauges keep their last values"),
+        );
+      this.gauges = setInterval(measure, GAUGE_INTERVAL_MS);
+      this.gauges.unref();
+      measure();
+    }
   },
 
   /** Finishes the attempts in flight; hands queued ones back to the store for other nodes. */
@@ -630,6 +686,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.stopping = true;
     this.consumer.stop();
     clearInterval(this.poller);
+    clearInterval(this.gauges);
     const pruning = this.pruner.stop();
     for (const timer of this.timers) clearTimeout(timer);
     const queued = this.lanes.takeQueued();

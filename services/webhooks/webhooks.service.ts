@@ -5,6 +5,7 @@ import { ApiError, notFound, refuseNulls } from "../../shared/errors";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
+import { healthOf, last24hFrom, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import type { PlatformSettings } from "../../shared/platform";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
@@ -58,7 +59,7 @@ const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
     ]),
   },
-  reads: { deliveries: DELIVERIES },
+  reads: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES },
   outbox: true,
 });
 
@@ -66,6 +67,8 @@ type WebhooksVars = StoreVars<typeof STORE>;
 interface WebhooksMethods {
   ownWebhook(tenant: Tenant, id: string): Promise<WebhookDoc>;
   checkUrl(url: string, tenant: Required<Tenant>): Promise<string>;
+  /** The views with their health (shared/wire.ts WebhookHealth): two bounded reads of the dispatcher's counters. */
+  withHealth(tenant: Required<Tenant>, views: WebhookView[]): Promise<WebhookView[]>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -110,7 +113,9 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
       params: listParams,
       async handler(ctx: Ctx<ListParams>): Promise<ListResult<WebhookView>> {
         const filter: Filter = ctx.params.status ? { status: ctx.params.status } : {};
-        return newestFirst(this.webhooks, tenantOf(ctx), filter, ctx.params, webhookView);
+        const tenant = tenantOf(ctx);
+        const page = await newestFirst(this.webhooks, tenant, filter, ctx.params, webhookView);
+        return { ...page, items: await this.withHealth(tenant, page.items) };
       },
     },
 
@@ -118,7 +123,9 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
     get: {
       params: idParams,
       async handler(ctx: Ctx<IdParams>): Promise<WebhookView> {
-        return webhookView(await this.ownWebhook(tenantOf(ctx), ctx.params.id));
+        const tenant = tenantOf(ctx);
+        const [view] = await this.withHealth(tenant, [webhookView(await this.ownWebhook(tenant, ctx.params.id))]);
+        return view;
       },
     },
 
@@ -268,7 +275,7 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
     recordOutcome: {
       visibility: "public",
       params: outcomeParams,
-      async handler(ctx: Context<OutcomeParams>): Promise<void> {
+      async handler(ctx: Ctx<OutcomeParams>): Promise<void> {
         const tenant = { org_id: ctx.params.org_id };
         if (ctx.params.ok) {
           await this.webhooks.update(
@@ -282,7 +289,7 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
         if (!counted || counted.consecutive_failures < DISABLE_AFTER_FAILURES) return;
         const reason = `${counted.consecutive_failures} deliveries in a row failed all their attempts`;
         // Disabled and its event stored together, or neither (another node disabled it first).
-        await this.outbox.recordWith(
+        const disabled = await this.outbox.recordWith(
           [
             {
               op: "update",
@@ -300,11 +307,38 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
             source: "webhooks",
           },
         );
+        if (disabled)
+          this.logger.warn(
+            {
+              webhook_id: counted.id,
+              org_id: counted.org_id,
+              failures: counted.consecutive_failures,
+              request_id: ctx.meta.request_id ?? null,
+            },
+            "webhook disabled",
+          );
       },
     },
   },
 
   methods: {
+    async withHealth(tenant: Required<Tenant>, views: WebhookView[]): Promise<WebhookView[]> {
+      if (views.length === 0) return views;
+      const ids = views.map((v) => v.id);
+      // At most 24 hour rows per webhook of the page, and one `latest` row each.
+      const [hours, latest] = await Promise.all([
+        this.outcomes.find(tenant, { period: "hour", start: { $gte: last24hFrom(Date.now()) }, webhook_id: { $in: ids } }),
+        this.outcomes.find(tenant, { id: { $in: ids.map((id) => `${id}.latest`) } }),
+      ]);
+      return views.map((view) => ({
+        ...view,
+        health: healthOf(
+          latest.find((row) => row.webhook_id === view.id) ?? null,
+          hours.filter((row) => row.webhook_id === view.id),
+        ),
+      }));
+    },
+
     async ownWebhook(tenant, id) {
       const doc = await this.webhooks.get(tenant, id);
       if (!doc) throw notFound("webhook", id);

@@ -6,6 +6,7 @@ import { FailureLog } from "../../shared/failure-log";
 import { describeJsonFault, parseJsonWithinLimits } from "../../shared/json-limits";
 import { checkTargetUrl } from "../../shared/net-guard";
 import { outbound, outboundAgent } from "../../shared/outbound";
+import { childTraceparent } from "../../shared/trace";
 import { ALL_TENANTS, type Collection, type Environment } from "../../shared/storage/types";
 import { cutAnswer } from "./outputs";
 import {
@@ -201,7 +202,23 @@ export class RunEngine {
       chain_root: run.chain_root,
     }));
     const stored = new Set(await publishEvents(this.o.broker, docs));
-    for (const doc of docs) if (doc.type === "workflow.completed" && stored.has(doc.id)) this.o.ended?.(doc);
+    for (const doc of docs) {
+      if (doc.type !== "workflow.completed" || !stored.has(doc.id)) continue;
+      this.o.ended?.(doc);
+      if (doc.data.status === "failed") {
+        const step = run.steps.find((s) => s.status === "failed");
+        this.o.logger.warn(
+          {
+            run_id: run.id,
+            workflow_id: run.workflow_id,
+            step: step?.id ?? null,
+            error: step?.error ?? null,
+            request_id: run.request_id ?? null,
+          },
+          "run failed",
+        );
+      }
+    }
   }
 
   /** The run stalled more than MAX_STALLS times: given up (runs.logic.ts `giveUp`), saying so in the log. */
@@ -227,7 +244,10 @@ export class RunEngine {
         await this.publish(run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
-        const result = await this.call(move.request, run.environment);
+        const request = run.traceparent
+          ? { ...move.request, headers: { ...move.request.headers, traceparent: childTraceparent(run.traceparent) } }
+          : move.request;
+        const result = await this.call(request, run.environment);
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);

@@ -48,6 +48,9 @@ export interface RunDoc extends Run {
   chain_depth?: number;
   /** Internal, event-started runs: the root event of their chain, whose run budget they count against. */
   chain_root?: string;
+  /** Internal: the request that started it (directly or through its event) and its traceparent (shared/trace.ts). */
+  request_id?: string;
+  traceparent?: string;
 }
 
 export type RunView = Run;
@@ -64,6 +67,8 @@ export const runView = ({
   trigger_key: _t,
   chain_depth: _cd,
   chain_root: _cr,
+  request_id: _rq,
+  traceparent: _tp,
   ...view
 }: RunDoc): RunView => view;
 

@@ -2,10 +2,12 @@ import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
+import { traceOf } from "../../shared/trace";
+import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
-import type { Filter, Tenant } from "../../shared/storage/types";
+import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { approve, cancel, newRun, reject, runView, updateOf, type RunDoc, type RunView, type RunWrite } from "./runs.logic";
 import type { WorkflowsStoreVars } from "./workflows.store";
@@ -23,6 +25,8 @@ export interface RunsVars extends WorkflowsStoreVars {
   pruner: Pruner;
   /** Runs that ended, counted per workflow, hour and day (see shared/outcomes.ts). */
   tally: Tally<RunOutcomeRow>;
+  metrics: Metrics;
+  gauges: NodeJS.Timeout | undefined;
 }
 export interface RunsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
@@ -34,6 +38,8 @@ export interface RunsMethods {
   startCounted(tenant: Required<Tenant>, budget: { id: string; limit: number; expiresAt: number }, run: RunDoc): Promise<boolean>;
   /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
   pruneRuns(now: number, control: PruneControl): Promise<number>;
+  /** Runs by status now and runs waiting for an approval: bounded counts through the `{status, due_at}` index. */
+  measureRuns(): Promise<void>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -67,7 +73,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
           throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
         const now = Date.now();
-        const run = newRun(workflow, input, { type: "manual" }, now);
+        const run = { ...newRun(workflow, input, { type: "manual" }, now), ...traceOf(ctx.meta) };
         // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
         const minute = now - (now % MINUTE_MS);
         const limit = this.settings.config.runStartsPerMinute;
@@ -138,6 +144,19 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
   },
 
   methods: {
+    async measureRuns() {
+      const count = (filter: Filter) => this.runs.count(ALL_TENANTS, filter, { limit: GAUGE_COUNT_CAP });
+      const [queued, running, waiting, approval] = await Promise.all([
+        count({ status: "queued" }),
+        count({ status: "running" }),
+        count({ status: "waiting" }),
+        // Waiting for a person: a wait the engine has no due time for.
+        count({ status: "waiting", due_at: null }),
+      ]);
+      for (const [status, n] of Object.entries({ queued, running, waiting })) this.metrics.set("runs", n, { status });
+      this.metrics.set("runsAwaitingApproval", approval);
+    },
+
     async ownRun(tenant, { id, run_id }) {
       const run = await this.runs.findOne(tenant, { id: run_id, workflow_id: id });
       if (!run) throw new ApiError("resource_not_found", `No such run: '${run_id}'`, { param: "run_id" });
@@ -195,6 +214,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
   },
 
   created() {
+    this.metrics = new Metrics(this.broker, ["runsFinished", "runs", "runsAwaitingApproval"]);
     const settings = this.settings.config;
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.engine = new RunEngine({
@@ -204,8 +224,10 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       allowPrivate: settings.webhookAllowPrivateTargets,
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: MAX_ACTIVE_RUNS,
-      ended: ({ org_id, environment, data, created_at }) =>
-        this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 }),
+      ended: ({ org_id, environment, data, created_at }) => {
+        this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
+        this.metrics.increment("runsFinished", { status: String(data.status) });
+      },
     });
     this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
   },
@@ -213,10 +235,17 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
   started() {
     this.engine.start();
     this.pruner.start();
+    if (this.metrics.enabled) {
+      const measure = () => void this.measureRuns().catch((err: unknown) => this.logger.debug("measuring runs failed", err));
+      this.gauges = setInterval(measure, GAUGE_INTERVAL_MS);
+      this.gauges.unref();
+      measure();
+    }
   },
 
   /** Finishes the steps in flight and hands their runs back for any node to go on. */
   async stopped() {
+    clearInterval(this.gauges);
     await Promise.all([this.engine.stop(), this.pruner.stop()]);
     await this.tally.flush();
   },

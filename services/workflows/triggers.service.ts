@@ -1,3 +1,4 @@
+import { traceOf } from "../../shared/trace";
 import type { Context, ServiceSchema } from "moleculer";
 import { isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
@@ -67,14 +68,17 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
             await Promise.all(
               targets.map(async (wf) => {
                 const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
-                const run = newRun(
-                  wf,
-                  input,
-                  { type: "event", event_id: event.id, event_type: event.type },
-                  now,
-                  (event.chain_depth ?? 0) + 1,
-                  root,
-                );
+                const run = {
+                  ...traceOf(event),
+                  ...newRun(
+                    wf,
+                    input,
+                    { type: "event", event_id: event.id, event_type: event.type },
+                    now,
+                    (event.chain_depth ?? 0) + 1,
+                    root,
+                  ),
+                };
                 try {
                   if (await this.startCounted(tenant, budget, run)) started.push(run.id);
                   else await this.chainLimited(tenant, root, event, wf.id);

@@ -41,6 +41,8 @@ export const STORE = declareStore({
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
       // Only runs the engine has work on carry `due_at`: the claim index stays small.
       { fields: { due_at: 1 }, sparse: true },
+      // Runs by status across tenants, for the metrics' bounded counts (unfinished ones only are counted).
+      { fields: { status: 1, due_at: 1 } },
       ...RUN_RETENTION_INDEXES,
     ]),
     budgets: collectionSpec<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]),

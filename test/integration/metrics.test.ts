@@ -5,7 +5,7 @@ import { loadSettings } from "../../shared/config";
 import { freePort } from "../helpers/cluster";
 
 /**
- * METRICS_PORT: the Prometheus listener binds loopback unless METRICS_HOST widens it, and exports
+ * METRICS_PORT: the Prometheus listener binds HOST unless METRICS_HOST says otherwise, and exports
  * nothing about the machine's user, addresses or the process's command line.
  */
 jest.setTimeout(30_000);
@@ -37,11 +37,13 @@ async function withMetrics(env: Record<string, string>, check: (port: number) =>
 }
 
 describe("the metrics listener", () => {
-  it("listens on loopback only by default", async () => {
-    await withMetrics({}, async (port) => {
+  it("listens where the API does (HOST) unless METRICS_HOST says otherwise", async () => {
+    await withMetrics({ HOST: "127.0.0.1" }, async (port) => {
       expect(await reachable("127.0.0.1", port)).toBe(200);
       if (outward) expect(await reachable(outward, port)).toBe("refused");
     });
+    expect(loadSettings({}).metricsHost).toBe("0.0.0.0");
+    expect(loadSettings({ HOST: "0.0.0.0", METRICS_HOST: "127.0.0.1" }).metricsHost).toBe("127.0.0.1");
   });
 
   it("listens where METRICS_HOST says", async () => {

@@ -75,11 +75,35 @@ export function WebhooksPage() {
                 </code>
               )),
           },
-          { title: "Status", cell: (wh) => <Status value={wh.status} /> },
+          { title: "Status", cell: (wh) => <Health webhook={wh} /> },
           { title: "Created", cell: (wh) => <Time at={wh.created_at} /> },
         ]}
       />
     </section>
+  );
+}
+
+/** The status, unless its attempts are failing: then that ("failing: 12 in a row, 0 % 24 h"), never a green "enabled". */
+function Health({ webhook: wh }: { webhook: Webhook }) {
+  const h = wh.health;
+  const rate = h?.success_rate_24h;
+  const share = rate === null || rate === undefined ? "no attempts in 24 h" : `${Math.round(rate * 1000) / 10} % 24 h`;
+  if (wh.status !== "enabled" || !h || (h.consecutive_failed_attempts === 0 && (rate ?? 1) >= 0.5)) {
+    return (
+      <span data-health={wh.status}>
+        <Status value={wh.status} />
+        {h?.last_attempt && <small class="muted block">{share}</small>}
+      </span>
+    );
+  }
+  const failing = h.consecutive_failed_attempts > 0;
+  return (
+    <span
+      data-health={failing ? "failing" : "degraded"}
+      title={h.last_attempt ? `last attempt ${h.last_attempt.at}: ${h.last_attempt.status_code ?? "no answer"}` : undefined}
+    >
+      <span class="status bad">{failing ? `failing: ${h.consecutive_failed_attempts} in a row, ${share}` : `degraded: ${share}`}</span>
+    </span>
   );
 }
 
