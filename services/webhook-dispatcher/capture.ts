@@ -2,8 +2,9 @@ import { ATTEMPT_RESPONSE_LIMITS, type AttemptRequest, type AttemptResponse } fr
 
 /**
  * What an attempt keeps of the request it sent and the answer it got, for the delivery log: every
- * part bounded, so an attempt document stays under ~13 KiB whatever the receiver answers (URL ≤ 2 KiB,
- * request headers ~0.5 KiB, answer headers ≤ 4 KiB, answer body ≤ 4 KiB, or 5.5 KiB as base64).
+ * part bounded, so an attempt stays under ~16 KiB as stored whatever the receiver answers (URL ≤ 2 KiB,
+ * request headers ~0.5 KiB, answer headers ≤ 4 KiB, answer body ≤ 4 KiB of text, 8 KiB if every
+ * character needs a JSON escape, or 5.5 KiB as base64); typically 1-2 KiB.
  */
 
 /** Headers derived from the signing secrets: never stored (a log reader must not get a valid signature). */
@@ -53,14 +54,26 @@ export function responseOf(headers: Record<string, string | string[] | undefined
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** The bytes as text if they are UTF-8; when `cut`, up to 3 trailing bytes of a split character are dropped first. */
+/** Control characters other than tab and line ends: such a body is binary (and each would be 6 bytes as JSON). */
+const isControl = (code: number): boolean => code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d;
+const hasControl = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) if (isControl(text.charCodeAt(i))) return true;
+  return false;
+};
+
+/**
+ * The bytes as text if they are UTF-8 without control characters; when `cut`, up to 3 trailing
+ * bytes of a split character are dropped first.
+ */
 function utf8(bytes: Buffer, cut: boolean): string | null {
   for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {
+    let text: string;
     try {
-      return decoder.decode(bytes.subarray(0, bytes.length - drop));
+      text = decoder.decode(bytes.subarray(0, bytes.length - drop));
     } catch {
-      // not UTF-8 as it is: one byte fewer, if the end may be a split character
+      continue; // not UTF-8 as it is: one byte fewer, if the end may be a split character
     }
+    return hasControl(text) ? null : text;
   }
   return null;
 }

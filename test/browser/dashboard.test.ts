@@ -376,7 +376,7 @@ describe("in the browser", () => {
     await page.getByRole("img", { name: /Requests per hour: \d+ requests/ }).waitFor();
     await page.locator(".chart canvas").waitFor();
     await page.getByRole("row", { name: /POST \/events/ }).waitFor();
-    await page.getByRole("row", { name: /GET \/webhooks\/\{id\}\/deliveries/ }).waitFor();
+    await page.getByRole("row", { name: /GET \/webhooks\/\{id\}\/deliveries / }).waitFor();
     const runRate = page.getByRole("article", { name: "Run success rate" });
     // One run approved and succeeded, one rejected (failed).
     await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("50.0 %");

@@ -45,6 +45,11 @@ describe("responseOf", () => {
   it("keeps bytes that are not UTF-8 as base64, marked", () => {
     const bytes = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff]);
     expect(responseOf({}, bytes, bytes.length)).toMatchObject({ body: bytes.toString("base64"), body_encoding: "base64" });
+    // Valid UTF-8 full of control characters is binary too.
+    const nuls = Buffer.from("ab\u0000\u0001cd");
+    expect(responseOf({}, nuls, nuls.length)).toMatchObject({ body: nuls.toString("base64"), body_encoding: "base64" });
+    const lines = Buffer.from("line 1\r\n\tline 2\n");
+    expect(responseOf({}, lines, lines.length)).toMatchObject({ body: "line 1\r\n\tline 2\n", body_encoding: "utf8" });
   });
 
   it("bounds the headers by count, name and value size, and in all", () => {
