@@ -53,11 +53,26 @@ export interface OutboundRequest {
   waitMs?: number;
   /** Bytes of the answer to keep as text (0: read and drop it). */
   keep: number;
+  /** Keep those bytes as they came (`head`) rather than as text, and the answer's headers (a delivery log's attempt). */
+  capture?: boolean;
 }
+
+/** How much of an answer is read at most; past it the connection is dropped rather than drained. */
+const READ_LIMIT = 64 * 1024;
 
 export type OutboundResult =
   /** `bytes`: the body's whole length, `text` its first `keep` bytes (counted only when `keep` > 0). */
-  | { answered: true; status: number; contentType: string; text: string; bytes: number; ms: number }
+  | {
+      answered: true;
+      status: number;
+      contentType: string;
+      text: string;
+      bytes: number;
+      ms: number;
+      /** With `capture`: the first `keep` bytes, and the headers as undici gives them. */
+      head?: Buffer;
+      headers?: Record<string, string | string[] | undefined>;
+    }
   | { answered: false; error: string; ms: number };
 
 export async function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
@@ -88,17 +103,30 @@ export async function outbound(agent: Agent, url: string, req: OutboundRequest):
     });
     let text = "";
     let size = 0;
+    let head: Buffer | undefined;
     if (req.keep > 0) {
       const chunks: Buffer[] = [];
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         if (size < req.keep) chunks.push(chunk.subarray(0, req.keep - size));
         size += chunk.length;
+        // A captured answer is read as far as a dropped one would be (its length past that is not known).
+        if (req.capture && size > READ_LIMIT) break;
       }
-      text = Buffer.concat(chunks).toString("utf8");
+      head = Buffer.concat(chunks);
+      if (!req.capture) text = head.toString("utf8");
     } else {
-      await res.body.dump({ limit: 64 * 1024 });
+      await res.body.dump({ limit: READ_LIMIT });
     }
-    return { answered: true, status: res.statusCode, contentType: String(res.headers["content-type"] ?? ""), text, bytes: size, ms: ms() };
+    const contentType = String(res.headers["content-type"] ?? "");
+    return {
+      answered: true,
+      status: res.statusCode,
+      contentType,
+      text,
+      bytes: size,
+      ms: ms(),
+      ...(req.capture && { head, headers: res.headers }),
+    };
   } catch (err) {
     if (timedOut === "wait") return { answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() };
     return { answered: false, error: describeFailure(err, timedOut === "answer", req.timeoutMs), ms: ms() };

@@ -115,17 +115,26 @@ export async function newestFirst<T extends Doc, V>(
   // One more than asked: whether there is more in that direction.
   const [found, total] = await Promise.all([
     ending_before === undefined
-      ? collection.find(
-          scope,
-          { ...filter, ...(starting_after !== undefined && { id: { $lt: starting_after } }) },
-          { sort: { id: -1 }, limit: limit + 1 },
-        )
-      : collection.find(scope, { ...filter, id: { $gt: ending_before } }, { sort: { id: 1 }, limit: limit + 1 }),
+      ? collection.find(scope, starting_after === undefined ? filter : idBounded(filter, "$lt", starting_after), {
+          sort: { id: -1 },
+          limit: limit + 1,
+        })
+      : collection.find(scope, idBounded(filter, "$gt", ending_before), { sort: { id: 1 }, limit: limit + 1 }),
     cappedTotal(collection, scope, filter),
   ]);
   const items = found.slice(0, limit);
   if (ending_before !== undefined) items.reverse();
   return { items: items.map(view), ...total, limit, has_more: found.length > limit };
+}
+
+/** The filter with `id` also below (`$lt`) or above (`$gt`) `cursor`, keeping a range the list's own filter puts on ids (a date range). */
+function idBounded(filter: Filter, op: "$lt" | "$gt", cursor: string): Filter {
+  const own = filter.id;
+  if (own === undefined) return { ...filter, id: { [op]: cursor } };
+  if (typeof own !== "object" || own === null) return filter;
+  const other = own[op];
+  const tighter = typeof other === "string" && (op === "$lt" ? other < cursor : other > cursor) ? other : cursor;
+  return { ...filter, id: { ...own, [op]: tighter } };
 }
 
 /** A path id (`/things/{id}`): its shape is checked by the lookup, which answers 404. */

@@ -92,12 +92,53 @@ export type WebhookWithSecret = Webhook & { secret: string };
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
+/**
+ * What an attempt sent: the URL used then (a PATCH of the webhook's URL changes later attempts
+ * only) and the headers, without the signatures (secret-derived). The body is the event's payload
+ * (`payload` of GET /webhooks/{id}/deliveries/{delivery_id}), not copied per attempt.
+ */
+export interface AttemptRequest {
+  method: "POST";
+  url: string;
+  headers: Record<string, string>;
+  /** The body's length in bytes. */
+  body_bytes: number;
+}
+
+/**
+ * What the receiver answered: bounded (ATTEMPT_RESPONSE_LIMITS). `body` is the first 4 KiB as
+ * UTF-8 text, or as base64 with `body_encoding: "base64"` when those bytes are not UTF-8.
+ */
+export interface AttemptResponse {
+  headers: Record<string, string>;
+  /** Headers left out (past the count or size bound). */
+  headers_omitted?: number;
+  body: string;
+  body_encoding: "utf8" | "base64";
+  /** The whole body's length in bytes as far as it was read (reading stops at 64 KiB). */
+  body_bytes: number;
+  body_truncated: boolean;
+}
+
+/** The bounds of what one attempt keeps of the answer. */
+export const ATTEMPT_RESPONSE_LIMITS = {
+  bodyBytes: 4096,
+  headers: 40,
+  headerNameChars: 100,
+  headerValueChars: 512,
+  headersChars: 4096,
+} as const;
+
 export interface Attempt {
   number: number;
   at: string;
   status_code: number | null;
   duration_ms: number;
   error: string | null;
+  /** Absent on attempts made before they were recorded, on attempts that sent nothing, and in lists (the summary). */
+  request?: AttemptRequest;
+  /** Absent when nothing answered (or in lists). */
+  response?: AttemptResponse;
 }
 
 export interface Delivery {
@@ -111,6 +152,35 @@ export interface Delivery {
   next_attempt_at: string | null;
   created_at: string;
   updated_at: string;
+  /** A test event sent by POST /webhooks/{id}/test (not in the event log). */
+  test?: true;
+}
+
+/** GET /webhooks/{id}/deliveries/{delivery_id}: the delivery with its attempts in full and the body sent. */
+export interface DeliveryDetail extends Delivery {
+  /** The JSON body every attempt sent (the event's payload); null once the event is no longer stored. */
+  payload: Record<string, unknown> | null;
+}
+
+export const RECOVERY_STATUSES = ["running", "succeeded"] as const;
+export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
+
+/** POST /webhooks/{id}/recover: a background job redelivering a webhook's failed deliveries created in [since, until). */
+export interface Recovery {
+  id: string;
+  environment: Environment;
+  webhook_id: string;
+  status: RecoveryStatus;
+  since: string;
+  until: string | null;
+  /** Failed deliveries in the range when the job started (counted up to 10,000; `total_capped` past it). */
+  total: number;
+  total_capped?: true;
+  /** Deliveries redelivered so far. */
+  done: number;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
 }
 
 export interface PlatformEvent {

@@ -7,12 +7,15 @@ import { FINISHED_RUN_STATUSES } from "../../shared/wire";
 export type { Environment } from "../../shared/storage/types";
 export type {
   ApiKey,
+  Attempt,
   Delivery,
+  DeliveryDetail,
   Me,
   NewApiKey,
   OutcomeReport,
   PageMeta,
   PlatformEvent,
+  Recovery,
   Run,
   UsageBucket,
   UsageReport,

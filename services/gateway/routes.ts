@@ -10,8 +10,8 @@ export interface RouteDef {
   action: string;
   /** `null`: any valid key may call it (`GET /me`, which tells a key who it is). */
   scope: ScopeName | null;
-  /** 201 for creations; 200 otherwise. */
-  status?: 201;
+  /** 201 for creations, 202 for work started in the background; 200 otherwise. */
+  status?: 201 | 202;
   /** The action answers a `ListResult` that becomes `{data, meta}`. */
   list?: true;
   /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
@@ -41,6 +41,8 @@ export const ROUTES: readonly RouteDef[] = [
   // Before `/events/{id}`: routes match in this order.
   { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", list: true },
   { method: "GET", path: "/events/{id}", action: "events.get", scope: "events:read" },
+  // The delivery log's view of one event: webhooks:read, as every view of the log.
+  { method: "GET", path: "/events/{id}/deliveries", action: "webhooks.eventDeliveries", scope: "webhooks:read", list: true },
 
   { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201 },
   { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", list: true },
@@ -72,6 +74,10 @@ export const ROUTES: readonly RouteDef[] = [
     action: "webhooks.redeliver",
     scope: "webhooks:write",
   },
+  { method: "POST", path: "/webhooks/{id}/deliveries/{delivery_id}/retry", action: "webhooks.retry", scope: "webhooks:write" },
+  { method: "POST", path: "/webhooks/{id}/test", action: "webhooks.test", scope: "webhooks:write", status: 201 },
+  { method: "POST", path: "/webhooks/{id}/recover", action: "webhooks.recover", scope: "webhooks:write", status: 202 },
+  { method: "GET", path: "/webhooks/{id}/recover/{job_id}", action: "webhooks.recovery", scope: "webhooks:read" },
 
   // The CLI's `listen --forward-to`: a stream of signed deliveries, and the local answers it reports.
   { method: "GET", path: "/listen", action: "gateway.listen", scope: "webhooks:write", stream: true },

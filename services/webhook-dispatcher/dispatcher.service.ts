@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema } from "moleculer";
-import { DELIVERIES, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { DELIVERIES, RECOVERIES, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
 import { EventConsumer } from "../../shared/event-consumer";
 import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type EventPayload } from "../../shared/events";
@@ -14,6 +14,8 @@ import { deliveryHeaders } from "../../shared/signing";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import { claimedDelivery, freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
+import { DETAILED_ATTEMPTS_MAX, requestOf } from "./capture";
+import { DeliveryActionsMixin } from "./delivery-actions";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
 import { ListenerAttemptsMixin } from "./listener-attempts";
@@ -76,7 +78,7 @@ const VIEW_SETTLE_MS = 300;
 
 /** The delivery log and its counts are the dispatcher's; the event log is read here, its markers unset by the events service. */
 const STORE = declareStore({
-  owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES, throttles: THROTTLES },
+  owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES, throttles: THROTTLES, recoveries: RECOVERIES },
   reads: { events: EVENTS },
 });
 
@@ -148,7 +150,8 @@ interface DispatcherMethods {
 const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, DispatcherVars> = {
   name: "webhook-dispatcher",
   // The CLI's listener sessions' part of the delivery log (listener-attempts.ts).
-  mixins: [StoreMixin(STORE), ListenerAttemptsMixin],
+  // Retry-now, test events and recovery jobs (delivery-actions.ts).
+  mixins: [StoreMixin(STORE), ListenerAttemptsMixin, DeliveryActionsMixin],
 
   events: {
     /** Dispatcher nodes come and go: swept events are split among those seen (see fanOut). */
@@ -405,7 +408,8 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
           "failed",
         );
       }
-      let payload = job.payload;
+      // A test delivery carries its own body (its event is not in the event log).
+      let payload = job.payload ?? (delivery.payload as EventPayload | undefined);
       if (!payload) {
         const event = await this.events.get({ org_id: delivery.org_id, environment: delivery.environment }, delivery.event_id);
         if (!event) {
@@ -420,14 +424,18 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       const at = new Date().toISOString();
       const headers = deliveryHeaders(delivery, body, target.secrets);
       if (delivery.traceparent) headers.traceparent = childTraceparent(delivery.traceparent);
-      const result = await this.sender.post(target.id, target.url, body, headers);
+      const { response, ...result } = await this.sender.post(target.id, target.url, body, headers);
+      // What was sent and answered, for the log (capture.ts); the summary only past DETAILED_ATTEMPTS_MAX.
+      const detail = job.delivery.attempts.length < DETAILED_ATTEMPTS_MAX && {
+        request: requestOf(target.url, headers, body),
+        ...(response && { response }),
+      };
       // The lane's slot (a connection of the webhook's pool) is free once answered: the next attempt
       // goes out while this outcome is written, so the store's latency never idles connections.
-      const settling = this.report(job, this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result }));
+      const settling = this.report(job, this.settle(job, { number: job.delivery.attempts.length + 1, at, ...result, ...detail }));
       this.settling.add(settling);
       void settling.then(() => this.settling.delete(settling));
     },
-
     report(job, work) {
       return work.then(
         () => this.failures.ok("delivery attempts"),

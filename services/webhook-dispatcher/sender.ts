@@ -1,10 +1,14 @@
 import type { Agent } from "undici";
 import { outbound, outboundAgent } from "../../shared/outbound";
+import { ATTEMPT_RESPONSE_LIMITS, type AttemptResponse } from "../../shared/wire";
+import { responseOf } from "./capture";
 
 export interface SendResult {
   status_code: number | null;
   duration_ms: number;
   error: string | null;
+  /** What the receiver answered, bounded (see capture.ts); absent when nothing answered. */
+  response?: AttemptResponse;
 }
 
 /** A pool unused this long is closed (its keep-alive connections with it). */
@@ -69,11 +73,17 @@ export class Sender {
         body,
         timeoutMs: this.timeoutMs,
         waitMs: this.timeoutMs,
-        keep: 0,
+        keep: ATTEMPT_RESPONSE_LIMITS.bodyBytes,
+        capture: true,
       });
       if (!res.answered) return { status_code: null, duration_ms: res.ms, error: res.error };
       const ok = res.status >= 200 && res.status < 300;
-      return { status_code: res.status, duration_ms: res.ms, error: ok ? null : `the receiver answered ${res.status}` };
+      return {
+        status_code: res.status,
+        duration_ms: res.ms,
+        error: ok ? null : `the receiver answered ${res.status}`,
+        response: responseOf(res.headers ?? {}, res.head ?? Buffer.alloc(0), res.bytes),
+      };
     } finally {
       pool.inFlight -= 1;
       pool.usedAt = Date.now();

@@ -74,3 +74,32 @@ export function checkSubscription(events: string[]): string[] {
   }
   return unique;
 }
+
+/** An ISO 8601 time with a zone (or a bare date, UTC), as ms since the epoch; else 400 naming `param`. */
+export function timeOf(value: string, param: string): number {
+  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(ms)) throw invalidParam(param, `${param} must be an ISO 8601 time with a zone, such as 2026-11-23T10:00:00Z`);
+  return ms;
+}
+
+/** The example `data` of a test event of each system type (contract section 7); custom types send the latest event's data. */
+const EXAMPLES: Record<string, Record<string, unknown>> = {
+  "workflow.completed": { workflow_id: "wf_example", run_id: "run_example", status: "succeeded" },
+  "approval.requested": { workflow_id: "wf_example", run_id: "run_example", step_id: "approve", message: "Example approval" },
+  "api_key.created": { key_id: "key_example", name: "Example key", environment: "live" },
+  "api_key.revoked": { key_id: "key_example", name: "Example key", revoked_at: "2026-01-01T00:00:00.000Z" },
+  "webhook.disabled": { webhook_id: "wh_example", reason: "an example" },
+};
+
+/** A test event's type and data: `requested` must be one the webhook subscribes to; by default its first type. */
+export function testEventOf(
+  subscribed: readonly string[],
+  requested: string | undefined,
+): { type: string; example?: Record<string, unknown> } {
+  const type = requested ?? (subscribed[0] === "*" ? "webhook.test" : subscribed[0]);
+  if (subscribed[0] !== "*" && !subscribed.includes(type)) {
+    throw invalidParam("event_type", `The webhook does not subscribe to '${type}': it gets ${subscribed.join(", ")}`);
+  }
+  if (!EVENT_TYPE_PATTERN.test(type)) throw invalidParam("event_type", `'${type}' is not an event type`);
+  return { type, ...(EXAMPLES[type] && { example: EXAMPLES[type] }) };
+}

@@ -47,15 +47,51 @@ export interface UpdateParams {
   status?: "enabled" | "disabled";
 }
 
+/** ISO 8601 times; their shape is checked by `timeOf` (to name the parameter and the format). */
+const time = { type: "string", min: 1, max: 40, optional: true } as const;
+
+/** The delivery log's filters; each reads along an index of the delivery log (shared/deliveries.ts). */
 export const deliveriesParams = {
   $$strict: true,
   id,
   ...pageParams,
   status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true },
+  event_type: { type: "string", min: 1, max: 100, optional: true },
+  event_id: { type: "string", min: 1, max: 100, optional: true },
+  created_after: time,
+  created_before: time,
 } as const;
 export interface DeliveriesParams extends PageParams {
   id: string;
   status?: DeliveryStatus;
+  event_type?: string;
+  event_id?: string;
+  created_after?: string;
+  created_before?: string;
+}
+
+export const eventDeliveriesParams = { $$strict: true, id, ...pageParams } as const;
+export interface EventDeliveriesParams extends PageParams {
+  id: string;
+}
+
+export const testParams = { $$strict: true, id, event_type: { type: "string", min: 1, max: 100, optional: true } } as const;
+export interface TestParams {
+  id: string;
+  event_type?: string;
+}
+
+export const recoverParams = { $$strict: true, id, since: { ...time, optional: false }, until: time } as const;
+export interface RecoverParams {
+  id: string;
+  since: string;
+  until?: string;
+}
+
+export const recoveryParams = { $$strict: true, id, job_id: id } as const;
+export interface RecoveryParams {
+  id: string;
+  job_id: string;
 }
 
 export const deliveryParams = { $$strict: true, id, delivery_id: id } as const;

@@ -188,7 +188,18 @@ describe("delivery", () => {
       { number: 1, at: expect.stringMatching(/Z$/), status_code: 200, duration_ms: expect.any(Number), error: null },
     ]);
     const one = await api(p.baseUrl, "GET", `/webhooks/${orders.id}/deliveries/${log.id}`, { key: acme.live });
-    expect(one.body.data).toEqual(log);
+    // The delivery alone has each attempt in full (the list, its summary) and the body sent.
+    expect(one.body.data).toEqual({
+      ...log,
+      attempts: [
+        {
+          ...log.attempts[0],
+          request: expect.objectContaining({ url: rx.url(orders.path) }),
+          response: expect.objectContaining({ body: "ok" }),
+        },
+      ],
+      payload: got.json,
+    });
     // A delivery is found only under its own webhook and organization.
     expectError(
       await api(p.baseUrl, "GET", `/webhooks/${everything.id}/deliveries/${log.id}`, { key: acme.live }),

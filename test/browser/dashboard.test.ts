@@ -1,11 +1,12 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser: their code sees the DOM.)
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { waitFor } from "../../tools/procs";
+import { launchChromium } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -14,7 +15,6 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
  * platform: every click goes through the gateway's public /v1 API, webhooks reach a real receiver.
  * Screenshots of each page land in test-artifacts/dashboard/.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
 const suite = usePlatform({
@@ -41,7 +41,6 @@ const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`
 jest.setTimeout(60_000);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   mkdirSync(SHOTS, { recursive: true });
   rx = await startReceiver();
   target = createServer((req, res) => {
@@ -54,19 +53,7 @@ beforeAll(async () => {
       });
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // This machine's network is closed: keep Chromium from trying to reach Google's hosts.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
   // A failed load also logs to the console: those are checked one by one through `refusals`.
@@ -389,7 +376,7 @@ describe("in the browser", () => {
     await page.getByRole("img", { name: /Requests per hour: \d+ requests/ }).waitFor();
     await page.locator(".chart canvas").waitFor();
     await page.getByRole("row", { name: /POST \/events/ }).waitFor();
-    await page.getByRole("row", { name: /GET \/webhooks\/\{id\}\/deliveries/ }).waitFor();
+    await page.getByRole("row", { name: /GET \/webhooks\/\{id\}\/deliveries / }).waitFor();
     const runRate = page.getByRole("article", { name: "Run success rate" });
     // One run approved and succeeded, one rejected (failed).
     await expect(runRate.locator("[data-rate]").textContent()).resolves.toBe("50.0 %");

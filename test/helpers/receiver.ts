@@ -30,6 +30,11 @@ export interface Behaviour {
   delayMs?: number;
   /** Never answer: keep the socket open until the client gives up. */
   hang?: boolean;
+  /** The answer's body and extra headers (default: "ok"/"no" as text/plain). */
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Answer once this settles (a gate the test opens). */
+  gate?: Promise<unknown>;
 }
 
 export interface Receiver {
@@ -115,9 +120,11 @@ export async function startReceiver(): Promise<Receiver> {
       if (b.hang) return;
       const answer = () => {
         const status = serviceSignatureOk && standardSignatureOk ? (b.status ?? 200) : 400;
-        if (!res.destroyed) res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "no");
+        if (!res.destroyed)
+          res.writeHead(status, { "content-type": "text/plain", ...b.headers }).end(b.body ?? (status < 300 ? "ok" : "no"));
       };
-      if (b.delayMs) {
+      if (b.gate) void b.gate.then(answer);
+      else if (b.delayMs) {
         const t = setTimeout(() => {
           timers.delete(t);
           answer();

@@ -103,6 +103,8 @@ let ok: { id: string };
 let broken: { id: string };
 let wf: { id: string };
 let emitted = 0;
+/** The first event stored: its deliveries are read by event id. */
+let anEvent = "";
 
 const call = (method: string, path: string, body?: unknown) => api(baseUrl, method, path, { key, body });
 
@@ -218,6 +220,12 @@ const PATHS = () => [
   `/webhooks/${ok.id}/deliveries?status=succeeded`,
   `/webhooks/${ok.id}/deliveries?status=failed`,
   `/webhooks/${broken.id}/deliveries?status=failed`,
+  `/webhooks/${ok.id}/deliveries?event_type=load.tick`,
+  `/webhooks/${ok.id}/deliveries?event_type=load.tick&status=succeeded`,
+  `/webhooks/${ok.id}/deliveries?created_after=${EIGHTY_DAYS_AGO}&created_before=2100-01-01T00:00:00Z`,
+  `/webhooks/${ok.id}/deliveries?created_after=${EIGHTY_DAYS_AGO}&event_type=load.tick&limit=10`,
+  `/webhooks/${ok.id}/deliveries?event_id=${anEvent}`,
+  `/events/${anEvent}/deliveries`,
   "/workflows",
   "/workflows?status=active",
   "/workflows?trigger_event_type=load.tick",
@@ -265,6 +273,7 @@ async function measureAll(): Promise<Map<string, Measured>> {
 describe("bounded reads", () => {
   it("reads as many documents per request at 2,000 events as at 200, and counts totals through bounded counts", async () => {
     await growTo(200);
+    anEvent = (await call("GET", "/events?type=load.tick&limit=1&ending_before=evt_0")).body.data[0].id;
     const startedAt = Date.now();
     const small = await measureAll();
     await growTo(2000);
@@ -303,6 +312,9 @@ describe("bounded reads", () => {
     expect(big.get(`/workflows/${wf.id}/runs?status=succeeded`)!.body.meta.total).toBe(2000);
     expect(big.get(`/webhooks/${ok.id}/deliveries?status=succeeded`)!.body.meta.total).toBe(2000);
     expect(big.get(`/webhooks/${ok.id}/deliveries?status=failed`)!.body.meta.total).toBe(0);
+    expect(big.get(`/webhooks/${ok.id}/deliveries?event_type=load.tick&status=succeeded`)!.body.meta.total).toBe(2000);
+    expect(big.get(`/webhooks/${ok.id}/deliveries?event_id=${anEvent}`)!.body.data).toHaveLength(1);
+    expect(big.get(`/events/${anEvent}/deliveries`)!.body.meta.total).toBe(2);
     // The analytics agree with the logs.
     const hooks = big.get("/analytics/webhooks")!.body.data;
     expect(hooks.webhooks.find((w: any) => w.webhook_id === ok.id)).toMatchObject({

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { DELIVERY_STATUSES } from "../../../shared/wire";
-import { call, type Delivery, type Webhook, type WebhookWithSecret } from "../api";
+import { call, type Attempt, type Delivery, type DeliveryDetail, type Recovery, type Webhook, type WebhookWithSecret } from "../api";
 import { href } from "../session";
 import {
   Choice,
@@ -261,6 +261,7 @@ export function WebhookPage({ id }: { id: string }) {
               <NeedsScope scope="webhooks:write" />
             )}
             <ErrorNotice error={toggle.error ?? rotate.error} />
+            {can("webhooks:write") && wh.status === "enabled" && <RecoverAndTest webhookId={id} onStarted={deliveries.reload} />}
           </>
         )}
       </Loaded>
@@ -320,17 +321,135 @@ export function WebhookPage({ id }: { id: string }) {
   );
 }
 
+/** Sends a test event, and recovers the failed deliveries since a time, showing the job's progress. */
+function RecoverAndTest({ webhookId, onStarted }: { webhookId: string; onStarted(): void }) {
+  const { key } = useAccount();
+  const base = `/webhooks/${encodeURIComponent(webhookId)}`;
+  const [since, setSince] = useState(() => new Date(Date.now() - 24 * 3_600_000).toISOString().slice(0, 16));
+  const [jobId, setJobId] = useState<string | null>(null);
+  const recover = useAction(() => call<Recovery>(key, "POST", `${base}/recover`, { since: new Date(since).toISOString() }));
+  const test = useAction(() => call<Delivery>(key, "POST", `${base}/test`, {}));
+  const job = useApi<Recovery>(jobId === null ? null : `${base}/recover/${encodeURIComponent(jobId)}`, undefined, 1000);
+  return (
+    <div class="recover">
+      <form
+        class="inline"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const started = await recover.go();
+          if (started) {
+            setJobId(started.id);
+            onStarted();
+          }
+        }}
+      >
+        <label>
+          Recover failed deliveries since
+          <input type="datetime-local" name="since" value={since} onInput={(e) => setSince(e.currentTarget.value)} required />
+        </label>
+        <button type="submit" class="outline small" aria-busy={recover.pending} disabled={recover.pending}>
+          Recover
+        </button>
+        <button type="button" class="outline secondary small" onClick={async () => (await test.go()) && onStarted()}>
+          Send test event
+        </button>
+      </form>
+      {job.data && (
+        <p role="status" class="recovery" data-recovery={job.data.status}>
+          Recovery {job.data.status === "running" ? "running" : "done"}: {job.data.done} of {job.data.total}
+          {job.data.total_capped ? "+" : ""} redelivered <progress value={job.data.done} max={Math.max(job.data.total, 1)} />
+        </p>
+      )}
+      <ErrorNotice error={recover.error ?? test.error} />
+    </div>
+  );
+}
+
+/** Headers as a definition list. */
+function Headers({ headers }: { headers: Record<string, string> }) {
+  return (
+    <dl class="headers">
+      {Object.entries(headers).map(([name, value]) => (
+        <>
+          <dt key={`${name}:`}>
+            <code>{name}</code>
+          </dt>
+          <dd key={name} class="break">
+            <code>{value}</code>
+          </dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+/** One attempt's request and answer, as the full delivery shows them. */
+function AttemptDetail({ attempt: a }: { attempt: Attempt }) {
+  return (
+    <div class="attempt" data-attempt={a.number}>
+      <h4>
+        Attempt {a.number} · {a.status_code ?? "no answer"} · <Time at={a.at} />
+      </h4>
+      {a.request ? (
+        <>
+          <p class="break">
+            <strong>Request</strong> {a.request.method} <code>{a.request.url}</code> ({a.request.body_bytes} bytes)
+          </p>
+          <Headers headers={a.request.headers} />
+        </>
+      ) : (
+        <p class="muted">Nothing sent{a.error ? `: ${a.error}` : ""}.</p>
+      )}
+      {a.response ? (
+        <>
+          <p>
+            <strong>Response</strong> HTTP {a.status_code} · {a.duration_ms} ms · {a.response.body_bytes} bytes
+            {a.response.body_truncated ? " (first 4 KiB shown)" : ""}
+            {a.response.body_encoding === "base64" ? " · not UTF-8, shown as base64" : ""}
+          </p>
+          <Headers headers={a.response.headers} />
+          <pre class="response-body">{a.response.body}</pre>
+        </>
+      ) : (
+        a.request && <p class="muted">No answer: {a.error}</p>
+      )}
+    </div>
+  );
+}
+
+/** The delivery in full (the list has each attempt's summary): every attempt's request and answer, and the body sent. */
+function DeliveryAttempts({ path }: { path: string }) {
+  const full = useApi<DeliveryDetail>(path);
+  return (
+    <Loaded state={full} what="the delivery's attempts">
+      {(detail) => (
+        <>
+          {detail.attempts.map((a) => (
+            <AttemptDetail key={a.number} attempt={a} />
+          ))}
+          <p>
+            <strong>Body sent</strong>
+          </p>
+          <pre class="request-body">{detail.payload ? JSON.stringify(detail.payload, null, 2) : "The event is no longer stored."}</pre>
+        </>
+      )}
+    </Loaded>
+  );
+}
+
 function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string; delivery: Delivery; onChanged(): void }) {
   const { key, can } = useAccount();
-  const redeliver = useAction(() =>
-    call<Delivery>(key, "POST", `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}/redeliver`),
-  );
+  const [open, setOpen] = useState(false);
+  const path = `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(d.id)}`;
+  // The list has each attempt's summary; the delivery in full once opened.
+  const redeliver = useAction(() => call<Delivery>(key, "POST", `${path}/${d.status === "pending" ? "retry" : "redeliver"}`));
   const last = d.attempts[d.attempts.length - 1];
   return (
-    <li class="delivery" data-delivery={d.id}>
-      <details>
+    <li class="delivery" data-delivery={d.id} data-status={d.status}>
+      <details onToggle={(e) => setOpen(e.currentTarget.open)}>
         <summary>
-          <Status value={d.status} /> <code>{d.event_type}</code> <span class="muted">{d.event_id}</span>
+          <Status value={d.status} /> <code>{d.event_type}</code> {d.test && <span class="chip">test</span>}{" "}
+          <span class="muted">{d.event_id}</span>
           <span class="right muted">
             {d.attempts.length} attempt{d.attempts.length === 1 ? "" : "s"}
             {last?.status_code ? ` · HTTP ${last.status_code}` : ""} · <Time at={d.created_at} />
@@ -352,6 +471,8 @@ function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string
             ]}
           />
         )}
+        {/* Read again whenever the list shows the delivery changed. */}
+        {open && <DeliveryAttempts key={d.updated_at} path={path} />}
         <p class="muted small">
           {d.id}
           {d.next_attempt_at && (
@@ -369,7 +490,7 @@ function DeliveryItem({ webhookId, delivery: d, onChanged }: { webhookId: string
             disabled={redeliver.pending}
             onClick={async () => (await redeliver.go()) && onChanged()}
           >
-            Redeliver
+            {d.status === "pending" ? "Retry now" : "Redeliver"}
           </button>
         )}
         <ErrorNotice error={redeliver.error} />
