@@ -117,16 +117,20 @@ export async function newestFirst<T extends Doc, V>(
     ending_before === undefined
       ? collection.find(
           scope,
-          { ...filter, ...(starting_after !== undefined && { id: { $lt: starting_after } }) },
+          { ...filter, ...(starting_after !== undefined && { id: { ...idRangeOf(filter), $lt: starting_after } }) },
           { sort: { id: -1 }, limit: limit + 1 },
         )
-      : collection.find(scope, { ...filter, id: { $gt: ending_before } }, { sort: { id: 1 }, limit: limit + 1 }),
+      : collection.find(scope, { ...filter, id: { ...idRangeOf(filter), $gt: ending_before } }, { sort: { id: 1 }, limit: limit + 1 }),
     cappedTotal(collection, scope, filter),
   ]);
   const items = found.slice(0, limit);
   if (ending_before !== undefined) items.reverse();
   return { items: items.map(view), ...total, limit, has_more: found.length > limit };
 }
+
+/** A filter's own range of ids (a list by creation time), which a cursor narrows further. */
+const idRangeOf = (filter: Filter): Record<string, unknown> =>
+  typeof filter.id === "object" && filter.id !== null ? (filter.id as Record<string, unknown>) : {};
 
 /** A path id (`/things/{id}`): its shape is checked by the lookup, which answers 404. */
 export const idParam = { type: "string", min: 1, max: 100 } as const;

@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
@@ -104,6 +104,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         if (!current) throw notFound("api key", ctx.params.id);
         checkRevocable(callerOf(ctx), current);
         const revoked_at = nowIso();
+        const revoked_by = actorOf(ctx);
         // The revocation and its event are stored together or not at all.
         const [revoked] =
           (await this.outbox.recordWith(
@@ -113,14 +114,14 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
                 collection: this.keys,
                 scope: tenant,
                 filter: { id: current.id, status: "active" },
-                update: { $set: { status: "revoked", revoked_at } },
+                update: { $set: { status: "revoked", revoked_at, revoked_by } },
               },
             ],
             {
               org_id: current.org_id,
               environment: current.environment,
               type: "api_key.revoked",
-              data: { key_id: current.id, name: current.name, revoked_at },
+              data: { key_id: current.id, name: current.name, revoked_at, revoked_by },
               source: "keys",
             },
           )) ?? [];
