@@ -1,11 +1,10 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser: their code sees the DOM.)
-import { existsSync, mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { waitFor } from "../../tools/procs";
+import { launchChromium, screenshot } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -14,8 +13,6 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
  * platform: every click goes through the gateway's public /v1 API, webhooks reach a real receiver.
  * Screenshots of each page land in test-artifacts/dashboard/.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
 const suite = usePlatform({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
@@ -36,13 +33,11 @@ const refusals: string[] = [];
 
 const origin = () => suite.p.baseUrl.replace(/\/v1$/, "");
 const call = (method: string, path: string, body?: unknown, key = suite.acme.live) => api(suite.p.baseUrl, method, path, { key, body });
-const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (name: string) => screenshot(page, name);
 
 jest.setTimeout(60_000);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  mkdirSync(SHOTS, { recursive: true });
   rx = await startReceiver();
   target = createServer((req, res) => {
     let body = "";
@@ -54,19 +49,7 @@ beforeAll(async () => {
       });
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // This machine's network is closed: keep Chromium from trying to reach Google's hosts.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
   // A failed load also logs to the console: those are checked one by one through `refusals`.
@@ -445,7 +428,7 @@ describe("in the browser", () => {
       .filter({ hasText: /Signed out: .*revoked/ })
       .waitFor();
     await other.getByRole("heading", { name: "Sign in" }).waitFor();
-    await other.screenshot({ path: join(SHOTS, "15-signed-out.png") });
+    await screenshot(other, "15-signed-out");
     await other.close();
   });
 

@@ -1,0 +1,29 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+
+/** Debian's Chromium, driven by playwright-core; screenshots land in test-artifacts/dashboard/. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
+
+/** A headless Chromium kept off the network (this machine's is closed: no calls to Google's hosts). */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  mkdirSync(SHOTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+/** A full-page screenshot of `page` as test-artifacts/dashboard/<name>.png. */
+export const screenshot = (page: Page, name: string): Promise<Buffer> =>
+  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
