@@ -74,7 +74,13 @@ export const runView = ({
   chain_depth: _cd,
   chain_root: _cr,
   ...view
-}: RunDoc): RunView => view;
+}: RunDoc): RunView => ({
+  ...view,
+  // Runs stored before these fields existed: their first attempt, no rerun, no pending approval shown.
+  attempt: view.attempt ?? 1,
+  rerun_of: view.rerun_of ?? null,
+  pending_approval: view.pending_approval ?? null,
+});
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;

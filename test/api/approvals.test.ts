@@ -128,6 +128,18 @@ describe("approvals people can decide", () => {
 });
 
 describe("actors on what keys change", () => {
+  it("a cancelled run says which key cancelled it, on the run and in workflow.completed", async () => {
+    const dan = await keyNamed("dan");
+    const wf = await workflow([{ type: "approval", message: "wait" }]);
+    const run = await waitingRun(wf.id, {});
+    const res = await call("POST", `/workflows/${wf.id}/runs/${run.id}/cancel`, undefined, dan.key);
+    expect(res.status).toBe(200);
+    const by = { key_id: dan.id, key_name: "dan" };
+    expect(res.body.data).toMatchObject({ status: "cancelled", cancelled_by: by, cancel_reason: "requested", pending_approval: null });
+    const [completed] = await eventsOf("workflow.completed", { run_id: run.id });
+    expect(completed.data).toMatchObject({ status: "cancelled", cancelled_by: by, cancel_reason: "requested", approvals: [] });
+  });
+
   it("api_key.revoked says which key revoked it, and so does the revoked key", async () => {
     const admin = await keyNamed("admin-2", ["api-keys:write", "api-keys:read", "events:read"]);
     const victim = await keyNamed("victim", ["events:read"]);
