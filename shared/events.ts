@@ -18,7 +18,7 @@ export const SYSTEM_EVENT_TYPES = {
   "workflow.completed":
     "A run ended: workflow_id, run_id, status (succeeded, failed or cancelled), attempt, rerun_of, approvals (each decided approval step: step_id, decision, comment, decided_by, decided_at), cancelled_by and cancel_reason when cancelled through the API",
   "approval.requested": "A run reached an approval step: workflow_id, run_id, step_id, message",
-  "api_key.created": "An API key was created: key_id, name, environment",
+  "api_key.created": "An API key was created: key_id, name, environment, created_by (null: issued with a new organization)",
   "api_key.revoked": "An API key was revoked: key_id, name, revoked_at, revoked_by (key_id and key_name of the key that revoked it)",
   "webhook.disabled": "A webhook was disabled after repeated failed deliveries: webhook_id, reason",
   "workflow.chain_limited":

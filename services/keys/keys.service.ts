@@ -6,7 +6,7 @@ import { newestFirst, type ListResult } from "../../shared/pagination";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec } from "../../shared/storage/types";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import type { NewApiKey } from "../../shared/wire";
+import type { Actor, NewApiKey } from "../../shared/wire";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,
@@ -37,8 +37,10 @@ const STORE = declareStore({
 
 type KeysVars = StoreVars<typeof STORE>;
 interface KeysMethods {
+  /** Issues a key; `by`: the key that created it (null: the platform, for a new organization). */
   insertKey(
     input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
+    by: Actor | null,
   ): Promise<NewApiKey>;
 }
 
@@ -68,7 +70,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
           limit,
           "active API keys per environment",
         );
-        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at });
+        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at }, actorOf(ctx));
       },
     },
 
@@ -137,7 +139,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       params: issueParams,
       async handler(ctx: Context<IssueParams>) {
         const { org_id, environment, name, scopes } = ctx.params;
-        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null });
+        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null }, null);
       },
     },
 
@@ -170,7 +172,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
   },
 
   methods: {
-    async insertKey(input) {
+    async insertKey(input, by) {
       const secret = generateKey(input.environment);
       const doc: KeyDoc = {
         id: newId("key"),
@@ -188,7 +190,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         org_id: doc.org_id,
         environment: doc.environment,
         type: "api_key.created",
-        data: { key_id: doc.id, name: doc.name, environment: doc.environment },
+        data: { key_id: doc.id, name: doc.name, environment: doc.environment, created_by: by },
         source: "keys",
       });
       return { ...viewOf(doc), key: secret.key };

@@ -151,6 +151,9 @@ describe("actors on what keys change", () => {
     const [event] = await eventsOf("api_key.revoked", { key_id: victim.id });
     expect(event.data).toEqual({ key_id: victim.id, name: "victim", revoked_at: revoked.body.data.revoked_at, revoked_by: by });
     expect((await call("GET", `/api-keys/${admin.id}`)).body.data.revoked_by).toBeNull();
+    const [created] = await eventsOf("api_key.created", { key_id: victim.id });
+    const me = (await call("GET", "/me")).body.data.api_key;
+    expect(created.data.created_by).toEqual({ key_id: me.id, key_name: me.name });
   });
 
   it("webhook.deleted and workflow.deleted name the deleting key", async () => {
