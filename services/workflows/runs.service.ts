@@ -250,16 +250,19 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
           { workflow_id: workflowId, status: { $in: ["queued", "running", "waiting"] } },
           { sort: { id: -1 }, limit: 100 },
         );
-        if (batch.length === 0) return cancelled;
+        let progress = false;
         for (const run of batch) {
           try {
             await this.decide(tenant, { id: workflowId, run_id: run.id }, (r, now) => cancel(r, now, { by }, "workflow_deleted"));
             cancelled += 1;
+            progress = true;
           } catch (err) {
-            // It ended meanwhile: nothing to cancel.
+            // It ended meanwhile (nothing to cancel), or kept changing (the engine's node answers for it).
             if (!(err instanceof ApiError && err.type === "invalid_state")) throw err;
           }
         }
+        // A batch of runs none of which could be cancelled would come back as it is: stop there.
+        if (!progress) return cancelled;
       }
     },
 
