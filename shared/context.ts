@@ -1,10 +1,13 @@
 import type { Context } from "moleculer";
 import { ApiError } from "./errors";
 import type { Environment, Tenant } from "./storage/types";
+import type { Actor } from "./wire";
 
 /** Who is calling, as the gateway established it; travels in `ctx.meta.auth` across NATS. */
 export interface Caller {
   key_id: string;
+  /** The key's name, as the audit trail records who did something (keys are never renamed). */
+  key_name: string;
   org_id: string;
   environment: Environment;
   scopes: string[];
@@ -28,4 +31,10 @@ export function callerOf(ctx: Context<unknown, CallMeta>): Caller {
 export function tenantOf(ctx: Context<unknown, CallMeta>): Required<Tenant> {
   const { org_id, environment } = callerOf(ctx);
   return { org_id, environment };
+}
+
+/** Who makes this call, as the audit trail records it on resources and events: the key's id and name. */
+export function actorOf(ctx: Context<unknown, CallMeta>): Actor {
+  const { key_id, key_name } = callerOf(ctx);
+  return { key_id, key_name: key_name ?? null };
 }

@@ -15,13 +15,18 @@ export const EVENT_STORED = "event.stored";
 
 /** Types only the platform emits, with what their `data` holds. Clients cannot emit these prefixes. */
 export const SYSTEM_EVENT_TYPES = {
-  "workflow.completed": "A run ended: workflow_id, run_id, status (succeeded, failed or cancelled)",
+  "workflow.completed":
+    "A run ended: workflow_id, run_id, status (succeeded, failed or cancelled), attempt, rerun_of, approvals (each decided approval step: step_id, decision, comment, decided_by, decided_at), cancelled_by and cancel_reason when cancelled through the API",
   "approval.requested": "A run reached an approval step: workflow_id, run_id, step_id, message",
-  "api_key.created": "An API key was created: key_id, name, environment",
-  "api_key.revoked": "An API key was revoked: key_id, name, revoked_at",
+  "api_key.created": "An API key was created: key_id, name, environment, created_by (null: issued with a new organization)",
+  "api_key.revoked": "An API key was revoked: key_id, name, revoked_at, revoked_by (key_id and key_name of the key that revoked it)",
   "webhook.disabled": "A webhook was disabled after repeated failed deliveries: webhook_id, reason",
   "workflow.chain_limited":
     "A chain of event-started runs used its budget, and an event's run was not started (once per chain): root_event_id, event_id, workflow_id, limit",
+  "approval.decided":
+    "An approval step was decided: workflow_id, run_id, step_id, decision (approved or rejected), comment, decided_by, decided_at",
+  "workflow.deleted": "A workflow was deleted (its runs not ended are cancelled): workflow_id, name, deleted_at, deleted_by",
+  "webhook.deleted": "A webhook was deleted: webhook_id, url, deleted_at, deleted_by",
 } as const;
 export type SystemEventType = keyof typeof SYSTEM_EVENT_TYPES;
 

@@ -13,6 +13,7 @@ export const digestOf = (token: string): string => createHash("sha256").update(t
 /** What a bearer token resolves to; gateways cache it and re-check status and expiry on every use. */
 export interface Identity {
   key_id: string;
+  key_name: string;
   org_id: string;
   environment: Environment;
   scopes: string[];

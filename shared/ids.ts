@@ -1,5 +1,5 @@
 import { randomFillSync } from "node:crypto";
-import { monotonicFactory } from "ulid";
+import { encodeTime, monotonicFactory } from "ulid";
 
 export const ID_PREFIXES = ["org", "mem", "key", "wf", "run", "evt", "wh", "del", "req", "rcv"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
@@ -34,3 +34,9 @@ export function isId(prefix: IdPrefix, value: unknown): value is string {
 
 /** ISO 8601 UTC with milliseconds, the one timestamp format on the wire and in the store. */
 export const nowIso = (): string => new Date().toISOString();
+
+/**
+ * The lowest id with that prefix made at `ms` (ms since the epoch): ids are time-ordered, so a range
+ * of creation times is a range of ids, read along the index every list has on `id`.
+ */
+export const idFloorAt = (prefix: IdPrefix, ms: number): string => `${prefix}_${encodeTime(ms, 10).toLowerCase()}${"0".repeat(16)}`;

@@ -47,6 +47,8 @@ export interface ApiKey {
   last4: string;
   created_at: string;
   revoked_at: string | null;
+  /** The key that revoked this one (null: not revoked, or revoked before the audit trail). */
+  revoked_by: Actor | null;
   expires_at: string | null;
   last_used_at: string | null;
 }
@@ -283,6 +285,20 @@ export const FINISHED_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as con
 
 export type StepStatus = "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
 
+/** Who did something through the API: the key it used, by id and by its name then (null: not known). */
+export interface Actor {
+  key_id: string;
+  key_name: string | null;
+}
+
+/** A person's answer to an approval step. */
+export interface ApprovalDecision {
+  decision: "approved" | "rejected";
+  comment: string | null;
+  decided_by: Actor;
+  decided_at: string;
+}
+
 export interface RunStep {
   id: string;
   type: Step["type"];
@@ -292,6 +308,17 @@ export interface RunStep {
   attempts: number;
   started_at: string | null;
   finished_at: string | null;
+  /** Approval steps, once reached: the step's message with its templates filled (null: the step has none). */
+  message?: string | null;
+  /** Approval steps, once decided. */
+  decision?: ApprovalDecision | null;
+}
+
+/** The approval a waiting run asks for: its step and message. */
+export interface PendingApproval {
+  step_id: string;
+  message: string | null;
+  requested_at: string;
 }
 
 export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
@@ -305,7 +332,30 @@ export interface Run {
   input: Record<string, unknown>;
   steps: RunStep[];
   trigger: RunTrigger;
+  /** 1, and one more with every retry of the run (POST …/retry). */
+  attempt: number;
+  /** The run this one reruns (POST …/rerun), or null. */
+  rerun_of: string | null;
+  /** While the run waits for a person: what it asks; null otherwise. */
+  pending_approval: PendingApproval | null;
+  /** Who cancelled the run (POST …/cancel, or deleting its workflow), once cancelled through the API. */
+  cancelled_by?: Actor | null;
+  /** Why it was cancelled: `requested` (POST …/cancel) or `workflow_deleted`. */
+  cancel_reason?: "requested" | "workflow_deleted" | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+}
+
+/** GET /workflows/{id}/versions/{version}: a workflow's definition as one of its versions left it. */
+export interface WorkflowVersion {
+  workflow_id: string;
+  version: number;
+  name: string;
+  description: string | null;
+  status: Workflow["status"];
+  trigger: Trigger;
+  steps: Step[];
+  created_at: string;
+  created_by: Actor | null;
 }

@@ -9,6 +9,7 @@ const LOST_GATEWAY_WAIT_MS = 3000;
 
 interface StoredKey {
   id: string;
+  name: string;
   org_id: string;
   environment: Identity["environment"];
   scopes: string[];
@@ -68,6 +69,7 @@ const AuthService: ServiceSchema<ServiceSettingSchema, AuthMethods, AuthVars> = 
         if (!org) throw new ApiError("invalid_api_key", "The API key's organization no longer exists");
         return {
           key_id: key.id,
+          key_name: key.name,
           org_id: key.org_id,
           environment: key.environment,
           scopes: key.scopes,

@@ -334,6 +334,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       x.version = resolveVersion(req.headers["service-version"] as string | undefined, identity.api_version);
       const caller: Caller = {
         key_id: identity.key_id,
+        key_name: identity.key_name,
         org_id: identity.org_id,
         environment: identity.environment,
         scopes: identity.scopes,

@@ -55,6 +55,10 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/cancel", action: "workflows.cancelRun", scope: "workflows:write" },
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/approve", action: "workflows.approveRun", scope: "workflows:write" },
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/reject", action: "workflows.rejectRun", scope: "workflows:write" },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/retry", action: "workflows.retryRun", scope: "workflows:write" },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/rerun", action: "workflows.rerunRun", scope: "workflows:write", status: 201 },
+  { method: "GET", path: "/workflows/{id}/versions/{version}", action: "workflows.getVersion", scope: "workflows:read" },
+  { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", list: true },
 
   { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read" },
   { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },

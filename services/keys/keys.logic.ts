@@ -8,7 +8,8 @@ import type { ApiKey, KeyStatus } from "../../shared/wire";
 export type { KeyStatus } from "../../shared/wire";
 
 /** A key as stored: the secret itself is never kept, only its SHA-256 digest. */
-export interface KeyDoc extends Omit<ApiKey, "object" | "status"> {
+export interface KeyDoc extends Omit<ApiKey, "object" | "status" | "revoked_by"> {
+  revoked_by?: ApiKey["revoked_by"];
   org_id: string;
   digest: string;
   /** Stored: revoked or not; `expired` is worked out when shown (statusOf). */
@@ -53,6 +54,7 @@ export function viewOf(doc: KeyDoc, now = Date.now()): KeyView {
     last4: doc.last4,
     created_at: doc.created_at,
     revoked_at: doc.revoked_at,
+    revoked_by: doc.revoked_by ?? null,
     expires_at: doc.expires_at,
     last_used_at: doc.last_used_at,
   };

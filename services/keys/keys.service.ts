@@ -1,12 +1,12 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, callerOf, tenantOf, type CallMeta } from "../../shared/context";
 import { notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec } from "../../shared/storage/types";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import type { NewApiKey } from "../../shared/wire";
+import type { Actor, NewApiKey } from "../../shared/wire";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,
@@ -37,8 +37,10 @@ const STORE = declareStore({
 
 type KeysVars = StoreVars<typeof STORE>;
 interface KeysMethods {
+  /** Issues a key; `by`: the key that created it (null: the platform, for a new organization). */
   insertKey(
     input: Omit<KeyDoc, "id" | "digest" | "prefix" | "last4" | "status" | "created_at" | "revoked_at" | "last_used_at">,
+    by: Actor | null,
   ): Promise<NewApiKey>;
 }
 
@@ -68,7 +70,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
           limit,
           "active API keys per environment",
         );
-        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at });
+        return this.insertKey({ org_id: caller.org_id, environment, name: ctx.params.name, scopes, expires_at }, actorOf(ctx));
       },
     },
 
@@ -104,6 +106,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         if (!current) throw notFound("api key", ctx.params.id);
         checkRevocable(callerOf(ctx), current);
         const revoked_at = nowIso();
+        const revoked_by = actorOf(ctx);
         // The revocation and its event are stored together or not at all.
         const [revoked] =
           (await this.outbox.recordWith(
@@ -113,14 +116,14 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
                 collection: this.keys,
                 scope: tenant,
                 filter: { id: current.id, status: "active" },
-                update: { $set: { status: "revoked", revoked_at } },
+                update: { $set: { status: "revoked", revoked_at, revoked_by } },
               },
             ],
             {
               org_id: current.org_id,
               environment: current.environment,
               type: "api_key.revoked",
-              data: { key_id: current.id, name: current.name, revoked_at },
+              data: { key_id: current.id, name: current.name, revoked_at, revoked_by },
               source: "keys",
             },
           )) ?? [];
@@ -136,7 +139,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
       params: issueParams,
       async handler(ctx: Context<IssueParams>) {
         const { org_id, environment, name, scopes } = ctx.params;
-        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null });
+        return this.insertKey({ org_id, environment, name, scopes: scopes as KeyDoc["scopes"], expires_at: null }, null);
       },
     },
 
@@ -169,7 +172,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
   },
 
   methods: {
-    async insertKey(input) {
+    async insertKey(input, by) {
       const secret = generateKey(input.environment);
       const doc: KeyDoc = {
         id: newId("key"),
@@ -187,7 +190,7 @@ const KeysService: ServiceSchema<ServiceSettingSchema, KeysMethods, KeysVars> = 
         org_id: doc.org_id,
         environment: doc.environment,
         type: "api_key.created",
-        data: { key_id: doc.id, name: doc.name, environment: doc.environment },
+        data: { key_id: doc.id, name: doc.name, environment: doc.environment, created_by: by },
         source: "keys",
       });
       return { ...viewOf(doc), key: secret.key };

@@ -1,4 +1,5 @@
 import { ApiError, notFound } from "../../shared/errors";
+import type { Actor } from "../../shared/wire";
 import type { Role } from "./orgs.params";
 
 export interface OrgDoc {
@@ -18,6 +19,9 @@ export interface MemberDoc {
   role: Role;
   created_at: string;
   updated_at: string;
+  /** The audit trail of the member's role: who last changed it, and when (absent: never changed). */
+  role_changed_by?: Actor;
+  role_changed_at?: string;
 }
 
 export const ENVIRONMENTS = [
@@ -40,6 +44,8 @@ export const memberView = (doc: MemberDoc) => ({
   org_id: doc.org_id,
   email: doc.email,
   role: doc.role,
+  role_changed_by: doc.role_changed_by ?? null,
+  role_changed_at: doc.role_changed_at ?? null,
   created_at: doc.created_at,
   updated_at: doc.updated_at,
 });

@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { callerOf, type CallMeta } from "../../shared/context";
+import { actorOf, callerOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst } from "../../shared/pagination";
@@ -178,11 +178,12 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
         if (member.role === "owner" && ctx.params.role !== "owner") {
           checkOwnersLeft((await this.members.count(tenant, { role: "owner" })) - 1);
         }
+        const at = nowIso();
         const updated = await this.members.update(
           tenant,
           { id: member.id, role: member.role },
           {
-            $set: { role: ctx.params.role, updated_at: nowIso() },
+            $set: { role: ctx.params.role, updated_at: at, role_changed_by: actorOf(ctx), role_changed_at: at },
           },
         );
         if (!updated) throw new ApiError("invalid_state", "The member changed meanwhile; retry", { param: "role" });

@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
 import {
   DELIVERIES,
   deliverySummary,
@@ -187,6 +187,13 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
         await ctx.call("webhook-dispatcher.forget", { org_id: webhook.org_id, webhook_id: webhook.id });
         const removed = await this.webhooks.delete(tenant, { id: webhook.id });
         if (!removed) throw notFound("webhook", ctx.params.id);
+        // After the deletion (the event never tells of one that did not happen), through the outbox.
+        await this.outbox.recordWith([], {
+          ...tenant,
+          type: "webhook.deleted",
+          data: { webhook_id: removed.id, url: removed.url, deleted_at: nowIso(), deleted_by: actorOf(ctx) },
+          source: "webhooks",
+        });
         return webhookView(removed);
       },
     },

@@ -5,7 +5,16 @@ import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
 import { render, scopeOf } from "./templates";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
-import { FINISHED_RUN_STATUSES, type Run, type RunStatus, type RunStep, type RunTrigger, type StepStatus } from "../../shared/wire";
+import {
+  FINISHED_RUN_STATUSES,
+  type Actor,
+  type ApprovalDecision,
+  type Run,
+  type RunStatus,
+  type RunStep,
+  type RunTrigger,
+  type StepStatus,
+} from "../../shared/wire";
 
 /**
  * Runs (contract section 6) as a state machine over a stored document. This file owns every
@@ -70,7 +79,13 @@ export const runView = ({
   request_id: _rq,
   traceparent: _tp,
   ...view
-}: RunDoc): RunView => view;
+}: RunDoc): RunView => ({
+  ...view,
+  // Runs stored before these fields existed: their first attempt, no rerun, no pending approval shown.
+  attempt: view.attempt ?? 1,
+  rerun_of: view.rerun_of ?? null,
+  pending_approval: view.pending_approval ?? null,
+});
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
@@ -83,6 +98,7 @@ export function newRun(
   nowMs: number,
   chainDepth = 0,
   chainRoot?: string,
+  rerunOf: string | null = null,
 ): RunDoc {
   const at = new Date(nowMs).toISOString();
   return {
@@ -104,6 +120,9 @@ export function newRun(
       finished_at: null,
     })),
     trigger,
+    attempt: 1,
+    rerun_of: rerunOf,
+    pending_approval: null,
     created_at: at,
     updated_at: at,
     finished_at: null,
@@ -118,11 +137,29 @@ export function newRun(
   };
 }
 
-/** `workflow.completed`, with the run's terminal status. */
-export const completedEvent = (run: Pick<RunDoc, "workflow_id" | "id">, status: RunStatus): OutboxEvent => ({
+/** The decided approval steps of a run, as its workflow.completed tells them. */
+const approvalsOf = (steps: RunStep[]): (ApprovalDecision & { step_id: string })[] =>
+  steps.flatMap((s) => (s.decision ? [{ step_id: s.id, ...s.decision }] : []));
+
+/**
+ * `workflow.completed`, with the run's terminal status (the spec's fields), its attempt, the run it
+ * reruns, its approval decisions and, when cancelled through the API, by whom and why.
+ */
+export const completedEvent = (
+  run: Pick<RunDoc, "workflow_id" | "id" | "steps"> & Partial<Pick<RunDoc, "attempt" | "rerun_of" | "cancelled_by" | "cancel_reason">>,
+  status: RunStatus,
+): OutboxEvent => ({
   id: newId("evt"),
   type: "workflow.completed",
-  data: { workflow_id: run.workflow_id, run_id: run.id, status },
+  data: {
+    workflow_id: run.workflow_id,
+    run_id: run.id,
+    status,
+    attempt: run.attempt ?? 1,
+    rerun_of: run.rerun_of ?? null,
+    approvals: approvalsOf(run.steps),
+    ...(run.cancelled_by && { cancelled_by: run.cancelled_by, cancel_reason: run.cancel_reason ?? "requested" }),
+  },
 });
 
 /**
@@ -143,7 +180,7 @@ export function finish(
       return { ...s, status: "skipped" as const };
     return s;
   });
-  return { status, steps, finished_at: at, outbox: [...run.outbox, completedEvent(run, status)] };
+  return { status, steps, finished_at: at, pending_approval: null, outbox: [...run.outbox, completedEvent({ ...run, steps }, status)] };
 }
 
 /**
@@ -258,10 +295,12 @@ export function advance(run: RunDoc, patch: Partial<RunStep>, c: Clock, event?: 
  * approval, `event` its approval.requested: the engine keeps the run until the event is published,
  * then parks it).
  */
-export function wait(run: RunDoc, c: Clock, until: number | null, event?: OutboxEvent): RunWrite {
+export function wait(run: RunDoc, c: Clock, until: number | null, event?: OutboxEvent, approval?: { message: string | null }): RunWrite {
+  const at = iso(c.now);
   const change: Partial<RunDoc> = {
     status: "waiting",
-    steps: put(run, { status: "waiting", started_at: iso(c.now) }),
+    steps: put(run, { status: "waiting", started_at: at, ...(approval && { message: approval.message, decision: null }) }),
+    ...(approval && { pending_approval: { step_id: run.steps[run.cursor].id, message: approval.message, requested_at: at } }),
     ...(event && { outbox: [...run.outbox, event] }),
   };
   return written(run, change, until === null ? keep(c) : { kind: "due", at: until }, c.now, true);
@@ -351,7 +390,9 @@ function start(run: RunDoc, c: Clock): Move {
       const data = { workflow_id: run.workflow_id, run_id: run.id, step_id: step.id, message };
       const fault = eventDataFault(data);
       if (fault) return write(fail(run, `approval.requested: ${fault}`, c));
-      return write(wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }));
+      // On the run as text (a template of the whole message may have filled in a value).
+      const text = message === null || typeof message === "string" ? message : JSON.stringify(message);
+      return write(wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }, { message: text }));
     }
     case "emit": {
       const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
@@ -414,10 +455,20 @@ export function giveUp(run: RunDoc, c: Clock): { write: RunWrite; dropped: Outbo
 
 const decided = (run: RunDoc, change: Partial<RunDoc>, now: number): RunWrite => written(run, change, { kind: "due", at: now }, now, false);
 
-/** Cancel: the run ends `cancelled` at its current step; a run that has ended is a conflict. */
-export function cancel(run: RunDoc, now: number): RunWrite {
+/** Who decides through the API, and what they say (approve and reject: an optional comment). */
+export interface Decider {
+  by: Actor;
+  comment?: string | null;
+}
+
+/**
+ * Cancel: the run ends `cancelled` at its current step; a run that has ended is a conflict. `by`
+ * is kept on the run and in its workflow.completed, with why: asked for, or its workflow deleted.
+ */
+export function cancel(run: RunDoc, now: number, d?: Decider, reason: "requested" | "workflow_deleted" = "requested"): RunWrite {
   if (TERMINAL.has(run.status)) throw new ApiError("invalid_state", `The run has ended (${run.status})`, { param: "run_id" });
-  return decided(run, finish(run, "cancelled", iso(now), "cancelled"), now);
+  const by = d ? { cancelled_by: d.by, cancel_reason: reason } : {};
+  return decided(run, { ...by, ...finish({ ...run, ...by }, "cancelled", iso(now), "cancelled") }, now);
 }
 
 function checkWaitsForApproval(run: RunDoc): void {
@@ -426,16 +477,62 @@ function checkWaitsForApproval(run: RunDoc): void {
   if (!waiting) throw new ApiError("invalid_state", `The run is not waiting for approval (${run.status})`, { param: "run_id" });
 }
 
+/** The decision on the current (approval) step and its approval.decided event. */
+function decisionOf(run: RunDoc, decision: ApprovalDecision["decision"], d: Decider, now: number) {
+  const made: ApprovalDecision = { decision, comment: d.comment ?? null, decided_by: d.by, decided_at: iso(now) };
+  const event: OutboxEvent = {
+    id: newId("evt"),
+    type: "approval.decided",
+    data: { workflow_id: run.workflow_id, run_id: run.id, step_id: run.steps[run.cursor].id, ...made },
+  };
+  return { made, outbox: [...run.outbox, event] };
+}
+
 /** Approve: the approval step succeeds and the run goes on (the engine ends it if that was the last step). */
-export function approve(run: RunDoc, now: number): RunWrite {
+export function approve(run: RunDoc, now: number, d: Decider): RunWrite {
   checkWaitsForApproval(run);
-  const steps = put(run, { status: "succeeded", output: { approved: true }, finished_at: iso(now) });
-  return decided(run, { status: "running", cursor: run.cursor + 1, steps }, now);
+  const { made, outbox } = decisionOf(run, "approved", d, now);
+  const steps = put(run, { status: "succeeded", output: { approved: true }, decision: made, finished_at: iso(now) });
+  return decided(run, { status: "running", cursor: run.cursor + 1, steps, pending_approval: null, outbox }, now);
 }
 
 /** Reject: the approval step fails with "rejected", and the run with it. */
-export function reject(run: RunDoc, now: number): RunWrite {
+export function reject(run: RunDoc, now: number, d: Decider): RunWrite {
   checkWaitsForApproval(run);
-  const rejected = { ...run, steps: put(run, { output: { approved: false } }) };
+  const { made, outbox } = decisionOf(run, "rejected", d, now);
+  const rejected = { ...run, outbox, steps: put(run, { output: { approved: false }, decision: made }) };
   return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected"), now);
+}
+
+/** How many times one run may be retried (its `attempt` is at most one more). */
+export const MAX_RUN_RETRIES = 20;
+
+/**
+ * Retry: a failed run goes on from the step that failed, as the same run (its `attempt` one more)
+ * with the definition it started with. The failed step starts over (its attempts counted afresh)
+ * and the steps skipped after it are pending again; what succeeded before it stands. A run failed
+ * by a rejection is a person's decision, not a fault: it is refused (rerun it to ask again).
+ */
+export function retry(run: RunDoc, now: number): RunWrite {
+  if (run.status !== "failed")
+    throw new ApiError("invalid_state", `Only a failed run can be retried (it is ${run.status})`, { param: "run_id" });
+  const at = run.steps.findIndex((s) => s.status === "failed");
+  if (at < 0) throw new ApiError("invalid_state", "The run has no failed step to go on from", { param: "run_id" });
+  if (run.steps[at].decision?.decision === "rejected")
+    throw new ApiError("invalid_state", "The run was rejected at an approval step: a decision is not retried; rerun it to ask again", {
+      param: "run_id",
+    });
+  const attempt = (run.attempt ?? 1) + 1;
+  if (attempt > MAX_RUN_RETRIES + 1)
+    throw new ApiError("invalid_state", `The run was retried ${MAX_RUN_RETRIES} times already; rerun it`, { param: "run_id" });
+  const fresh = { status: "pending" as const, output: null, error: null, attempts: 0, started_at: null, finished_at: null };
+  const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
+  return written(run, { status: "queued", attempt, cursor: at, steps, finished_at: null }, { kind: "due", at: now }, now, true);
+}
+
+/** Rerun: a new run of `workflow` as it is now (its current version), with `old`'s input, linked to it; `old` must have ended. */
+export function rerun(workflow: WorkflowDoc, old: RunDoc, now: number): RunDoc {
+  if (!TERMINAL.has(old.status))
+    throw new ApiError("invalid_state", `Only a run that has ended can be rerun (it is ${old.status})`, { param: "run_id" });
+  return newRun(workflow, old.input, { type: "manual" }, now, 0, undefined, old.id);
 }

@@ -1,17 +1,43 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { traceOf } from "../../shared/trace";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
+import { idFloorAt } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
-import { approve, cancel, newRun, reject, runView, updateOf, type RunDoc, type RunView, type RunWrite } from "./runs.logic";
+import {
+  approve,
+  cancel,
+  newRun,
+  reject,
+  rerun,
+  retry,
+  runView,
+  updateOf,
+  type Decider,
+  type RunDoc,
+  type RunView,
+  type RunWrite,
+} from "./runs.logic";
+import type { WorkflowDoc } from "./workflows.logic";
 import type { WorkflowsStoreVars } from "./workflows.store";
-import { listRunsParams, runParams, startRunParams, type ListRunsParams, type RunParams, type StartRunParams } from "./workflows.params";
+import {
+  decideParams,
+  listAllRunsParams,
+  listRunsParams,
+  runParams,
+  startRunParams,
+  type DecideParams,
+  type ListAllRunsParams,
+  type ListRunsParams,
+  type RunParams,
+  type StartRunParams,
+} from "./workflows.params";
 
 const MINUTE_MS = 60_000;
 /** Runs one workflows node drives at once. */
@@ -32,6 +58,12 @@ export interface RunsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
+  /** The workflow `id`, which must exist (404). */
+  ownWorkflow(tenant: Required<Tenant>, id: string): Promise<WorkflowDoc>;
+  /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
+  startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
+  /** Cancels every run of a deleted workflow that has not ended, by `by`; answers how many. */
+  cancelRunsOf(tenant: Required<Tenant>, workflowId: string, by: Decider["by"]): Promise<number>;
   /** Creates the budget `id`, unless it exists. */
   openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
   /** Stores `run` and counts it against the budget `id`, both or neither; false: the budget is spent. */
@@ -43,14 +75,28 @@ export interface RunsMethods {
 }
 type Ctx<P> = Context<P, CallMeta>;
 
-/** The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts). */
-function decision(transition: (run: RunDoc, now: number) => RunWrite) {
+/**
+ * The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts), by
+ * the calling key, with the comment sent. Approve and reject need the workflow still there.
+ */
+function decision(transition: (run: RunDoc, now: number, d: Decider) => RunWrite, needsWorkflow: boolean) {
   return {
-    params: runParams,
-    handler(this: RunsMethods, ctx: Ctx<RunParams>): Promise<RunView> {
-      return this.decide(tenantOf(ctx), ctx.params, transition);
+    params: needsWorkflow ? decideParams : runParams,
+    async handler(this: RunsMethods, ctx: Ctx<DecideParams>): Promise<RunView> {
+      const tenant = tenantOf(ctx);
+      if (needsWorkflow) await this.ownWorkflow(tenant, ctx.params.id);
+      const d: Decider = { by: actorOf(ctx), comment: ctx.params.comment || null };
+      return this.decide(tenant, ctx.params, (run, now) => transition(run, now, d));
     },
   };
+}
+
+/** Refuses a time that is not an ISO 8601 instant; answers it in ms. */
+function instantOf(name: string, value: string): number {
+  const ms = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms))
+    throw new ApiError("parameter_invalid", `${name} must be an ISO 8601 time, e.g. 2026-01-31T12:00:00Z`, { param: name });
+  return ms;
 }
 
 /**
@@ -65,33 +111,62 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       params: startRunParams,
       async handler(ctx: Ctx<StartRunParams>): Promise<RunView> {
         const tenant = tenantOf(ctx);
-        const workflow = await this.workflows.get(tenant, ctx.params.id);
-        if (!workflow) throw notFound("workflow", ctx.params.id);
+        const workflow = await this.ownWorkflow(tenant, ctx.params.id);
         if (workflow.status !== "active")
           throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
         const input = ctx.params.input ?? {};
         if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
           throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
-        const now = Date.now();
-        const run = { ...newRun(workflow, input, { type: "manual" }, now), ...traceOf(ctx.meta) };
-        // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
-        const minute = now - (now % MINUTE_MS);
-        const limit = this.settings.config.runStartsPerMinute;
-        const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
-        if (!(await this.startCounted(tenant, budget, run))) {
-          throw new ApiError(
-            "rate_limited",
-            `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
-            {
-              quota: "runs_started_per_minute",
-              limit,
-              retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
-            },
-          );
-        }
-        // A lost wake-up only delays the run until a node's next poll.
-        this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
-        return runView(run);
+        return this.startApiRun(tenant, { ...newRun(workflow, input, { type: "manual" }, Date.now()), ...traceOf(ctx.meta) });
+      },
+    },
+
+    /**
+     * POST /workflows/{id}/runs/{run_id}/rerun — workflows:write. A new run of the workflow as it is
+     * now (its current version, like Inngest's replay) with the old run's input, `rerun_of` the old
+     * run; the old run must have ended and the workflow be active. Counted as a start.
+     */
+    rerunRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.ownWorkflow(tenant, ctx.params.id);
+        const old = await this.ownRun(tenant, ctx.params);
+        if (workflow.status !== "active")
+          throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        return this.startApiRun(tenant, rerun(workflow, old, Date.now()));
+      },
+    },
+
+    /**
+     * POST /workflows/{id}/runs/{run_id}/retry — workflows:write. A failed run goes on from its
+     * failed step: the same run, `attempt` one more, its own (pinned) definition; not a rejected one.
+     */
+    retryRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        await this.ownWorkflow(tenant, ctx.params.id);
+        return this.decide(tenant, ctx.params, retry);
+      },
+    },
+
+    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow and creation time. */
+    listAllRuns: {
+      params: listAllRunsParams,
+      handler(ctx: Ctx<ListAllRunsParams>): Promise<ListResult<RunView>> {
+        const { status, workflow_id, created_after, created_before } = ctx.params;
+        // A creation time range is a range of ids (they are time-ordered): it reads along the id index.
+        const range = {
+          ...(created_after !== undefined && { $gte: idFloorAt("run", instantOf("created_after", created_after)) }),
+          ...(created_before !== undefined && { $lt: idFloorAt("run", instantOf("created_before", created_before)) }),
+        };
+        const filter: Filter = {
+          ...(workflow_id && { workflow_id }),
+          ...(status && { status }),
+          ...(Object.keys(range).length > 0 && { id: range }),
+        };
+        return newestFirst(this.runs, tenantOf(ctx), filter, ctx.params, runView);
       },
     },
 
@@ -118,11 +193,11 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
     },
 
     /** POST /workflows/{id}/runs/{run_id}/cancel — workflows:write; a run that has ended is a conflict. */
-    cancelRun: decision(cancel),
+    cancelRun: decision(cancel, false),
     /** POST /workflows/{id}/runs/{run_id}/approve — workflows:write; only while it waits for approval. */
-    approveRun: decision(approve),
+    approveRun: decision(approve, true),
     /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
-    rejectRun: decision(reject),
+    rejectRun: decision(reject, true),
 
     /** Internal (operators, tests): one retention pass now, as of `now`; answers how many runs went. */
     prune: {
@@ -155,6 +230,59 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       ]);
       for (const [status, n] of Object.entries({ queued, running, waiting })) this.metrics.set("runs", n, { status });
       this.metrics.set("runsAwaitingApproval", approval);
+    },
+
+    async ownWorkflow(tenant, id) {
+      const workflow = await this.workflows.get(tenant, id);
+      if (!workflow) throw notFound("workflow", id);
+      return workflow;
+    },
+
+    async startApiRun(tenant, run) {
+      // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
+      const now = Date.now();
+      const minute = now - (now % MINUTE_MS);
+      const limit = this.settings.config.runStartsPerMinute;
+      const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+      if (!(await this.startCounted(tenant, budget, run))) {
+        throw new ApiError(
+          "rate_limited",
+          `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
+          {
+            quota: "runs_started_per_minute",
+            limit,
+            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+          },
+        );
+      }
+      // A lost wake-up only delays the run until a node's next poll.
+      this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+      return runView(run);
+    },
+
+    async cancelRunsOf(tenant, workflowId, by) {
+      let cancelled = 0;
+      // In batches along the (workflow_id, status, id) index; each a compare-and-set like POST …/cancel.
+      for (;;) {
+        const batch = await this.runs.find(
+          tenant,
+          { workflow_id: workflowId, status: { $in: ["queued", "running", "waiting"] } },
+          { sort: { id: -1 }, limit: 100 },
+        );
+        let progress = false;
+        for (const run of batch) {
+          try {
+            await this.decide(tenant, { id: workflowId, run_id: run.id }, (r, now) => cancel(r, now, { by }, "workflow_deleted"));
+            cancelled += 1;
+            progress = true;
+          } catch (err) {
+            // It ended meanwhile (nothing to cancel), or kept changing (the engine's node answers for it).
+            if (!(err instanceof ApiError && err.type === "invalid_state")) throw err;
+          }
+        }
+        // A batch of runs none of which could be cancelled would come back as it is: stop there.
+        if (!progress) return cancelled;
+      }
     },
 
     async ownRun(tenant, { id, run_id }) {

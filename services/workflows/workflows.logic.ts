@@ -2,7 +2,7 @@ import { ApiError, invalidParam, type ErrorCode } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { formatPath } from "../../shared/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
-import { HTTP_METHODS, type HttpStep, type Step, type Trigger, type Workflow } from "../../shared/wire";
+import { HTTP_METHODS, type Actor, type HttpStep, type Step, type Trigger, type Workflow, type WorkflowVersion } from "../../shared/wire";
 
 /**
  * Workflows (contract section 6): a trigger and 1..50 typed steps, checked when they are written so
@@ -31,6 +31,36 @@ export interface WorkflowDoc extends Workflow {
 
 export type WorkflowView = Workflow;
 export const workflowView = ({ org_id: _o, ...view }: WorkflowDoc): WorkflowView => view;
+
+/** How many versions of one workflow are kept (the newest): older ones are deleted as new ones come. */
+export const VERSIONS_KEPT = 100;
+
+/** A version of a workflow as stored (`<workflow_id>/v<version>`): what the API shows and the tenant. */
+export interface WorkflowVersionDoc extends WorkflowVersion {
+  id: string;
+  org_id: string;
+  environment: Workflow["environment"];
+}
+
+export const versionId = (workflowId: string, version: number): string => `${workflowId}/v${version}`;
+
+/** The version a workflow's write leaves, made by `by`. */
+export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDoc => ({
+  id: versionId(doc.id, doc.version),
+  org_id: doc.org_id,
+  environment: doc.environment,
+  workflow_id: doc.id,
+  version: doc.version,
+  name: doc.name,
+  description: doc.description,
+  status: doc.status,
+  trigger: doc.trigger,
+  steps: doc.steps,
+  created_at: doc.updated_at,
+  created_by: by,
+});
+
+export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: WorkflowVersionDoc): WorkflowVersion => view;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));

@@ -56,11 +56,12 @@ export interface StartRunParams {
   input?: Record<string, unknown>;
 }
 
+const RUN_STATUS_VALUES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"];
 export const listRunsParams = {
   $$strict: true,
   id,
   ...pageParams,
-  status: { type: "enum", values: ["queued", "running", "waiting", "succeeded", "failed", "cancelled"], optional: true },
+  status: { type: "enum", values: RUN_STATUS_VALUES, optional: true },
 } as const;
 export interface ListRunsParams extends PageParams {
   id: string;
@@ -71,4 +72,37 @@ export const runParams = { $$strict: true, id, run_id: id } as const;
 export interface RunParams {
   id: string;
   run_id: string;
+}
+
+/** The most characters of an approval's comment. */
+export const COMMENT_MAX = 1000;
+export const decideParams = {
+  ...runParams,
+  comment: { type: "string", trim: true, max: COMMENT_MAX, optional: true, nullable: true },
+} as const;
+export interface DecideParams extends RunParams {
+  comment?: string | null;
+}
+
+const instant = { type: "string", min: 1, max: 64, optional: true } as const;
+/** GET /runs: every workflow's runs, newest first, by status, workflow and creation time (`created_after` ≤ created_at < `created_before`). */
+export const listAllRunsParams = {
+  $$strict: true,
+  ...pageParams,
+  status: { type: "enum", values: RUN_STATUS_VALUES, optional: true },
+  workflow_id: { ...id, optional: true },
+  created_after: instant,
+  created_before: instant,
+} as const;
+export interface ListAllRunsParams extends PageParams {
+  status?: string;
+  workflow_id?: string;
+  created_after?: string;
+  created_before?: string;
+}
+
+export const versionParams = { $$strict: true, id, version: { type: "number", integer: true, min: 1, convert: true } } as const;
+export interface VersionParams {
+  id: string;
+  version: number;
 }

@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
 import { ApiError, notFound, refuseNulls } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
@@ -10,7 +10,18 @@ import type { Filter, Tenant } from "../../shared/storage/types";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.service";
 import { TriggersMixin } from "./triggers.service";
 import { STORE } from "./workflows.store";
-import { checkSteps, checkTrigger, workflowView, type Step, type WorkflowDoc, type WorkflowView } from "./workflows.logic";
+import {
+  checkSteps,
+  checkTrigger,
+  versionId,
+  versionOf,
+  versionView,
+  VERSIONS_KEPT,
+  workflowView,
+  type Step,
+  type WorkflowDoc,
+  type WorkflowView,
+} from "./workflows.logic";
 import {
   createParams,
   idParams,
@@ -21,6 +32,8 @@ import {
   type IdParams,
   type ListParams,
   type UpdateParams,
+  type VersionParams,
+  versionParams,
 } from "./workflows.params";
 
 interface WorkflowsMethods extends RunsMethods {
@@ -62,7 +75,11 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           created_at: at,
           updated_at: at,
         };
-        await this.workflows.insert(doc);
+        // The workflow and its first version, together.
+        await this.store.atomically([
+          { op: "insert", collection: this.workflows, doc },
+          { op: "insert", collection: this.versions, doc: versionOf(doc, actorOf(ctx)) },
+        ]);
         return workflowView(doc);
       },
     },
@@ -107,19 +124,61 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (status !== undefined) set.status = status;
         if (trigger !== undefined) set.trigger = checkTrigger(trigger);
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
-        const updated = await this.workflows.update(tenant, { id: current.id, version: current.version }, { $set: set });
-        if (!updated) throw new ApiError("invalid_state", "The workflow changed meanwhile; read it again and retry", { param: "id" });
+        // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
+        const written = await this.store.atomically([
+          {
+            op: "update",
+            collection: this.workflows,
+            scope: tenant,
+            filter: { id: current.id, version: current.version },
+            update: { $set: set },
+          },
+          { op: "insert", collection: this.versions, doc: versionOf({ ...current, ...set }, actorOf(ctx)) },
+        ]);
+        if (!written) throw new ApiError("invalid_state", "The workflow changed meanwhile; read it again and retry", { param: "id" });
+        const updated = written[0] as WorkflowDoc;
+        if (updated.version > VERSIONS_KEPT)
+          await this.versions.delete(tenant, { id: versionId(updated.id, updated.version - VERSIONS_KEPT) });
         return workflowView(updated);
       },
     },
 
-    /** DELETE /workflows/{id} — workflows:write */
+    /**
+     * DELETE /workflows/{id} — workflows:write. Its versions go with it, its `workflow.deleted` says
+     * by whom, and its runs that have not ended are cancelled (queued, running or waiting for
+     * approval: none can be approved any more), each with its workflow.completed (`cancelled`,
+     * `cancel_reason: workflow_deleted`). Runs that ended stay readable until retention.
+     */
     remove: {
       params: idParams,
       async handler(ctx: Ctx<IdParams>): Promise<WorkflowView> {
-        const removed = await this.workflows.delete(tenantOf(ctx), { id: ctx.params.id });
+        const tenant = tenantOf(ctx);
+        const by = actorOf(ctx);
+        const removed = await this.workflows.delete(tenant, { id: ctx.params.id });
         if (!removed) throw notFound("workflow", ctx.params.id);
+        // After the deletion, so the event never tells of one that did not happen.
+        await this.outbox.recordWith([], {
+          ...tenant,
+          type: "workflow.deleted",
+          data: { workflow_id: removed.id, name: removed.name, deleted_at: nowIso(), deleted_by: by },
+          source: "workflows",
+        });
+        await this.versions.deleteMany(tenant, { workflow_id: removed.id });
+        await this.cancelRunsOf(tenant, removed.id, by);
         return workflowView(removed);
+      },
+    },
+
+    /** GET /workflows/{id}/versions/{version} — workflows:read; the newest VERSIONS_KEPT versions of a workflow that exists. */
+    getVersion: {
+      params: versionParams,
+      async handler(ctx: Ctx<VersionParams>) {
+        const doc = await this.versions.get(tenantOf(ctx), versionId(ctx.params.id, ctx.params.version));
+        if (!doc)
+          throw new ApiError("resource_not_found", `No such version of workflow '${ctx.params.id}': ${ctx.params.version}`, {
+            param: "version",
+          });
+        return versionView(doc);
       },
     },
   },

@@ -4,7 +4,7 @@ import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/retention";
 import { declareStore, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./runs.logic";
-import type { WorkflowDoc } from "./workflows.logic";
+import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 
 /**
  * A count of runs started against a limit: the budget of one chain of event-started runs (under the
@@ -35,7 +35,15 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
     ]),
+    // Each version of each workflow's definition (GET /workflows/{id}/versions/{version}); the
+    // newest VERSIONS_KEPT of a workflow are kept, and they go with their workflow.
+    versions: collectionSpec<WorkflowVersionDoc>("workflow_versions", [
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, version: -1 } },
+    ]),
     runs: collectionSpec<RunDoc>(RUNS_COLLECTION, [
+      // GET /runs across workflows, with or without a status (a creation time range is a range of ids).
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },

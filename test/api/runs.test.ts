@@ -129,7 +129,16 @@ describe("runs end to end", () => {
     expect(approved.status).toBe(200);
     await rx.waitFor(() => rx.byPath("/e2e").some((r) => r.json.type === "workflow.completed"), 8000);
     const done = rx.byPath("/e2e").filter((r) => r.json.type === "workflow.completed");
-    expect(done.map((r) => r.json.data)).toEqual([{ workflow_id: wf.id, run_id: runId, status: "succeeded" }]);
+    expect(done.map((r) => r.json.data)).toEqual([
+      {
+        workflow_id: wf.id,
+        run_id: runId,
+        status: "succeeded",
+        attempt: 1,
+        rerun_of: null,
+        approvals: [{ step_id: "ok", decision: "approved", comment: null, decided_by: expect.any(Object), decided_at: expect.any(String) }],
+      },
+    ]);
     const shipped = rx.byPath("/e2e").filter((r) => r.json.type === "order.shipped");
     expect(shipped.map((r) => r.json.data)).toEqual([{ ref: "R-42" }]);
 

@@ -1,12 +1,10 @@
 /// <reference lib="dom" />
 // (page.evaluate callbacks run in the browser: their code sees the DOM.)
-import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { waitFor } from "../../tools/procs";
-import { launchChromium } from "../helpers/browser";
+import { launchChromium, screenshot } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -15,7 +13,6 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
  * platform: every click goes through the gateway's public /v1 API, webhooks reach a real receiver.
  * Screenshots of each page land in test-artifacts/dashboard/.
  */
-const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
 const suite = usePlatform({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
@@ -36,12 +33,11 @@ const refusals: string[] = [];
 
 const origin = () => suite.p.baseUrl.replace(/\/v1$/, "");
 const call = (method: string, path: string, body?: unknown, key = suite.acme.live) => api(suite.p.baseUrl, method, path, { key, body });
-const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (name: string) => screenshot(page, name);
 
 jest.setTimeout(60_000);
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   rx = await startReceiver();
   target = createServer((req, res) => {
     let body = "";
@@ -432,7 +428,7 @@ describe("in the browser", () => {
       .filter({ hasText: /Signed out: .*revoked/ })
       .waitFor();
     await other.getByRole("heading", { name: "Sign in" }).waitFor();
-    await other.screenshot({ path: join(SHOTS, "15-signed-out.png") });
+    await screenshot(other, "15-signed-out");
     await other.close();
   });
 

@@ -1,12 +1,15 @@
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
 
-/** Debian's Chromium, or CHROMIUM_PATH. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Debian's Chromium, driven by playwright-core; screenshots land in test-artifacts/dashboard/. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const SHOTS = join(__dirname, "..", "..", "test-artifacts", "dashboard");
 
-/** A headless Chromium for the browser tests. This machine's network is closed: it is kept from trying to reach Google's hosts. */
-export function launchChromium(): Promise<Browser> {
+/** A headless Chromium kept off the network (this machine's is closed: no calls to Google's hosts). */
+export async function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  mkdirSync(SHOTS, { recursive: true });
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -20,3 +23,7 @@ export function launchChromium(): Promise<Browser> {
     ],
   });
 }
+
+/** A full-page screenshot of `page` as test-artifacts/dashboard/<name>.png. */
+export const screenshot = (page: Page, name: string): Promise<Buffer> =>
+  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });

@@ -16,7 +16,13 @@ import { waitFor } from "../../tools/procs";
  * (`events.publish`, each id stored once, as the real one does) and the markers it unsets, and no gateway
  * (actions are called with the caller in `meta.auth`, as the gateway passes it).
  */
-const caller = { key_id: "key_1", org_id: "org_1", environment: "test" as const, scopes: ["workflows:read", "workflows:write"] };
+const caller = {
+  key_id: "key_1",
+  key_name: "ci",
+  org_id: "org_1",
+  environment: "test" as const,
+  scopes: ["workflows:read", "workflows:write"],
+};
 const meta = { auth: caller };
 
 let dir: string;
@@ -146,6 +152,17 @@ describe("the workflows service alone on a broker", () => {
       workflow_id: wf.id,
       run_id: started.id,
       status: "succeeded",
+      attempt: 1,
+      rerun_of: null,
+      approvals: [
+        {
+          step_id: "ok",
+          decision: "approved",
+          comment: null,
+          decided_by: { key_id: "key_1", key_name: "ci" },
+          decided_at: expect.any(String),
+        },
+      ],
     });
     // An ended run takes no more decisions.
     await expect(call("cancelRun", { id: wf.id, run_id: started.id })).rejects.toMatchObject({ type: "invalid_state" });

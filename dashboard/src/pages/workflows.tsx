@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { call, TERMINAL_RUN, type Run, type Workflow } from "../api";
+import type { Actor, ApprovalDecision } from "../../../shared/wire";
 import { href } from "../session";
 import {
   Choice,
@@ -232,6 +233,21 @@ function stepSummary(step: Workflow["steps"][number]): string {
   }
 }
 
+/** The key that did something, by name (and id, to tell keys of one name apart). */
+const actorText = (a: Actor) => `${a.key_name ?? "a key"} (${a.key_id})`;
+
+/** What the server takes as an approval's comment, at most. */
+const COMMENT_MAX = 1000;
+
+function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
+  return (
+    <p class="decision" role="note">
+      {d.decision === "approved" ? "Approved" : "Rejected"} by <strong>{actorText(d.decided_by)}</strong> <Time at={d.decided_at} />
+      {d.comment && <q class="break">{d.comment}</q>}
+    </p>
+  );
+}
+
 type Decision = "approve" | "reject" | "cancel";
 const DECISIONS: Record<Decision, { title: string; body: string; action: string; danger?: true }> = {
   approve: { title: "Approve this run?", body: "The run goes on with its next step.", action: "Approve" },
@@ -248,10 +264,17 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
   const { key, can } = useAccount();
   const base = `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
   const [asking, setAsking] = useState<Decision | null>(null);
+  const [comment, setComment] = useState("");
   const run = useApi<Run>(base, undefined, 1500);
-  const decide = useAction((kind: Decision) => call<Run>(key, "POST", `${base}/${kind}`));
+  const decide = useAction((kind: Decision) =>
+    call<Run>(key, "POST", `${base}/${kind}`, kind === "cancel" || comment.trim() === "" ? undefined : { comment: comment.trim() }),
+  );
+  const again = useAction((kind: "retry" | "rerun") => call<Run>(key, "POST", `${base}/${kind}`));
   const current = run.data;
-  const waitingApproval = current?.status === "waiting" && current.steps.some((s) => s.type === "approval" && s.status === "waiting");
+  const pending = current?.status === "waiting" ? current.pending_approval : null;
+  const waitingApproval = pending !== null && pending !== undefined;
+  // A rejection is a decision, not a fault: it is rerun, not retried.
+  const retryable = current?.status === "failed" && !current.steps.some((s) => s.decision?.decision === "rejected");
 
   return (
     <section aria-labelledby="run-title">
@@ -280,10 +303,38 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
               <dd>
                 <Time at={r.finished_at} />
               </dd>
+              {r.attempt > 1 && (
+                <>
+                  <dt>Attempt</dt>
+                  <dd>{r.attempt}</dd>
+                </>
+              )}
+              {r.rerun_of && (
+                <>
+                  <dt>Rerun of</dt>
+                  <dd>
+                    <a href={href("workflows", workflowId, "runs", r.rerun_of)}>{r.rerun_of}</a>
+                  </dd>
+                </>
+              )}
+              {r.cancelled_by && (
+                <>
+                  <dt>Cancelled by</dt>
+                  <dd>
+                    {actorText(r.cancelled_by)}
+                    {r.cancel_reason === "workflow_deleted" && " (the workflow was deleted)"}
+                  </dd>
+                </>
+              )}
             </dl>
-            {waitingApproval && (
+            {r.status === "waiting" && r.pending_approval && (
               <div class="notice wait" role="status">
-                This run waits for approval at step <code>{r.steps.find((s) => s.type === "approval" && s.status === "waiting")?.id}</code>.
+                This run waits for approval at step <code>{r.pending_approval.step_id}</code>
+                {r.pending_approval.message !== null && (
+                  <>
+                    : <q class="break">{r.pending_approval.message}</q>
+                  </>
+                )}
               </div>
             )}
             {!TERMINAL_RUN.has(r.status) &&
@@ -306,7 +357,33 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
               ) : (
                 <NeedsScope scope="workflows:write" />
               ))}
-            <ErrorNotice error={decide.error} />
+            {TERMINAL_RUN.has(r.status) && can("workflows:write") && (
+              <div class="actions left">
+                {retryable && (
+                  <button
+                    type="button"
+                    aria-busy={again.pending}
+                    disabled={again.pending}
+                    onClick={async () => (await again.go("retry")) && run.reload()}
+                  >
+                    Retry from the failed step
+                  </button>
+                )}
+                <button
+                  type="button"
+                  class="outline secondary"
+                  aria-busy={again.pending}
+                  disabled={again.pending}
+                  onClick={async () => {
+                    const next = await again.go("rerun");
+                    if (next) location.hash = href("workflows", workflowId, "runs", next.id);
+                  }}
+                >
+                  Rerun with the same input
+                </button>
+              </div>
+            )}
+            <ErrorNotice error={decide.error ?? again.error} />
             <h3>Steps</h3>
             <ol class="run-steps">
               {r.steps.map((s) => (
@@ -318,6 +395,12 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
                       <Time at={s.started_at} /> → <Time at={s.finished_at} />
                     </small>
                   </header>
+                  {s.type === "approval" && s.message !== undefined && s.message !== null && (
+                    <p class="muted break">
+                      Asked: <q>{s.message}</q>
+                    </p>
+                  )}
+                  {s.decision && <DecisionNote decision={s.decision} />}
                   {s.error && (
                     <p class="step-error" role="note">
                       {s.error}
@@ -342,7 +425,30 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
       {asking && (
         <Confirm
           title={DECISIONS[asking].title}
-          body={<p>{DECISIONS[asking].body}</p>}
+          body={
+            asking === "cancel" ? (
+              <p>{DECISIONS[asking].body}</p>
+            ) : (
+              <>
+                {pending?.message !== null && pending?.message !== undefined && (
+                  <blockquote class="approval-message break" aria-label="Approval message">
+                    {pending.message}
+                  </blockquote>
+                )}
+                <p>{DECISIONS[asking].body}</p>
+                <label>
+                  Comment (optional)
+                  <textarea
+                    name="comment"
+                    rows={3}
+                    maxLength={COMMENT_MAX}
+                    value={comment}
+                    onInput={(e) => setComment((e.target as HTMLTextAreaElement).value)}
+                  />
+                </label>
+              </>
+            )
+          }
           action={DECISIONS[asking].action}
           tone={DECISIONS[asking].danger && "danger"}
           pending={decide.pending}
@@ -351,7 +457,10 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
             const kind = asking;
             const done = await decide.go(kind);
             setAsking(null);
-            if (done) run.reload();
+            if (done) {
+              setComment("");
+              run.reload();
+            }
           }}
         />
       )}

@@ -3,6 +3,7 @@ import type { Identity } from "../../../../shared/identity";
 
 const identity = (key_id: string, org_id = "org_a"): Identity => ({
   key_id,
+  key_name: `name of ${key_id}`,
   org_id,
   environment: "live",
   scopes: ["org:admin"],

@@ -9,11 +9,14 @@ import {
   finish,
   giveUp,
   handBack,
+  MAX_RUN_RETRIES,
   MAX_STALLS,
   newRun,
   nextMove,
   published,
   reject,
+  rerun,
+  retry,
   retryDelay,
   updateOf,
   wait,
@@ -33,6 +36,7 @@ const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const MARGIN = 5_000;
 const at = (ms: number): Clock => ({ now: ms, leaseMarginMs: MARGIN });
 const iso = (ms: number) => new Date(ms).toISOString();
+const ANN = { key_id: "key_ann", key_name: "ann's key" };
 
 const STEPS: Step[] = [
   {
@@ -173,7 +177,11 @@ describe("an http step", () => {
     expect(after.steps.map((s) => s.status)).toEqual(["failed", "skipped", "skipped", "skipped"]);
     expect(after.steps[0]).toMatchObject({ attempts: 2, error: "timed out" });
     expect(write.events).toEqual([
-      { id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: run.id, status: "failed" } },
+      {
+        id: expect.stringMatching(/^evt_/),
+        type: "workflow.completed",
+        data: { workflow_id: "wf_1", run_id: run.id, status: "failed", attempt: 1, rerun_of: null, approvals: [] },
+      },
     ]);
     expect(after.outbox).toEqual(write.events);
     // Next: publish the outbox, then the ended run is parked (no lease, no due time).
@@ -250,7 +258,8 @@ describe("an approval step", () => {
     ]);
     const after = apply(atApproval, write);
     expect(after).toMatchObject({ status: "waiting", lease: "L1" });
-    expect(after.steps[2].status).toBe("waiting");
+    expect(after.steps[2]).toMatchObject({ status: "waiting", message: "order o1: R-1", decision: null });
+    expect(after.pending_approval).toEqual({ step_id: "ok", message: "order o1: R-1", requested_at: iso(T0) });
     expect(nextMove(after, at(T0 + 1))).toEqual({ kind: "publish" });
     const parked = apply(after, published(after, at(T0 + 2)));
     expect(parked.due_at).toBeUndefined();
@@ -273,22 +282,47 @@ describe("an approval step", () => {
 
   const waiting = waitingForApproval();
 
-  it("approve: the step succeeds, the run goes on, due now and at the next revision; the claim goes", () => {
-    const write = approve({ ...waiting, lease: "L9" }, T0 + 5);
+  it("approve: the step succeeds with the decision, the run goes on, due now and at the next revision; the claim goes", () => {
+    const write = approve({ ...waiting, lease: "L9" }, T0 + 5, { by: ANN, comment: "fine" });
     const after = apply({ ...waiting, lease: "L9", stalls: 2 }, write);
     expect(after).toMatchObject({ status: "running", cursor: 3, rev: waiting.rev + 1, due_at: T0 + 5, updated_at: iso(T0 + 5), stalls: 2 });
-    expect(after.steps[2]).toMatchObject({ status: "succeeded", output: { approved: true }, finished_at: iso(T0 + 5) });
+    const decision = { decision: "approved", comment: "fine", decided_by: ANN, decided_at: iso(T0 + 5) };
+    expect(after.steps[2]).toMatchObject({ status: "succeeded", output: { approved: true }, finished_at: iso(T0 + 5), decision });
+    expect(after.pending_approval).toBeNull();
     expect(after.lease).toBeUndefined();
-    expect(write.events).toEqual([]);
+    expect(write.events.map((e) => [e.type, e.data])).toEqual([
+      ["approval.decided", { workflow_id: "wf_1", run_id: waiting.id, step_id: "ok", ...decision }],
+    ]);
   });
 
-  it("reject: the step fails with 'rejected' and the run ends failed", () => {
-    const write = reject(waiting, T0 + 5);
+  it("reject: the step fails with 'rejected' and the decision, and the run ends failed; workflow.completed carries it", () => {
+    const write = reject(waiting, T0 + 5, { by: ANN });
     const after = apply(waiting, write);
-    expect(after).toMatchObject({ status: "failed", due_at: T0 + 5, finished_at: iso(T0 + 5) });
+    expect(after).toMatchObject({ status: "failed", due_at: T0 + 5, finished_at: iso(T0 + 5), pending_approval: null });
     expect(after.steps.map((s) => s.status)).toEqual(["succeeded", "succeeded", "failed", "skipped"]);
-    expect(after.steps[2]).toMatchObject({ output: { approved: false }, error: "rejected" });
-    expect(write.events.map((e) => [e.type, e.data.status])).toEqual([["workflow.completed", "failed"]]);
+    const decision = { decision: "rejected", comment: null, decided_by: ANN, decided_at: iso(T0 + 5) };
+    expect(after.steps[2]).toMatchObject({ output: { approved: false }, error: "rejected", decision });
+    expect(write.events.map((e) => [e.type, e.data.status ?? e.data.decision])).toEqual([
+      ["approval.decided", "rejected"],
+      ["workflow.completed", "failed"],
+    ]);
+    expect(write.events[1].data).toMatchObject({ attempt: 1, rerun_of: null, approvals: [{ step_id: "ok", ...decision }] });
+  });
+
+  it("a rejected run is not retried (a decision, not a fault), and can be rerun", () => {
+    const rejected = apply(waiting, reject(waiting, T0 + 5, { by: ANN }));
+    expect(() => retry(rejected, T0 + 6)).toThrow(
+      expect.objectContaining({ type: "invalid_state", message: expect.stringMatching(/rerun it/) }),
+    );
+    const again = rerun(workflow(), rejected, T0 + 7);
+    expect(again).toMatchObject({
+      status: "queued",
+      rerun_of: rejected.id,
+      attempt: 1,
+      input: rejected.input,
+      workflow_version: workflow().version,
+    });
+    expect(again.id).not.toBe(rejected.id);
   });
 });
 
@@ -335,6 +369,79 @@ describe("cancel", () => {
   });
 });
 
+describe("retry and rerun", () => {
+  // Failed at its http step (0) after its retries; the steps after it skipped.
+  const failedRun = (): RunDoc => {
+    const run = { ...claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0)), status: "running" as const };
+    run.steps = run.steps.map((s, i) => (i === 0 ? { ...s, status: "running", attempts: 1, started_at: iso(T0) } : s));
+    const failed = apply(run, attempted(run, { ok: false, output: { status: 500 }, error: "HTTP 500" }, at(T0 + 1), 10));
+    return apply(failed, published(failed, at(T0 + 2)));
+  };
+
+  it("retry: the same run goes on from its failed step, attempt 2, due now, its later steps pending again", () => {
+    const failed = failedRun();
+    expect(failed.status).toBe("failed");
+    const write = retry(failed, T0 + 50);
+    const after = apply(failed, write);
+    expect(after).toMatchObject({
+      id: failed.id,
+      status: "queued",
+      attempt: 2,
+      cursor: 0,
+      finished_at: null,
+      due_at: T0 + 50,
+      rev: failed.rev + 1,
+    });
+    expect(after.steps.map((s) => [s.status, s.attempts, s.error])).toEqual([
+      ["pending", 0, null],
+      ["pending", 0, null],
+      ["pending", 0, null],
+      ["pending", 0, null],
+    ]);
+    expect(after.lease).toBeUndefined();
+    expect(write.unset.stalls).toBe(true);
+    // The engine takes it from there: the failed step's request is made again.
+    expect(nextMove(claimed(after), at(T0 + 60))).toMatchObject({ kind: "write" });
+    expect(after.definition).toEqual(failed.definition);
+  });
+
+  it("a retry keeps what succeeded before the failed step", () => {
+    const failed = failedRun();
+    const partly: RunDoc = { ...failed, cursor: 1 };
+    partly.steps = failed.steps.map((s, i) => (i === 0 ? { ...s, status: "succeeded" } : i === 1 ? { ...s, status: "failed" } : s));
+    const after = apply(partly, retry(partly, T0 + 50));
+    expect(after.cursor).toBe(1);
+    expect(after.steps.map((s) => s.status)).toEqual(["succeeded", "pending", "pending", "pending"]);
+  });
+
+  it("only failed runs are retried, at most MAX_RUN_RETRIES times", () => {
+    const failed = failedRun();
+    for (const status of ["succeeded", "cancelled", "waiting", "running", "queued"] as const)
+      expect(() => retry({ ...failed, status }, T0)).toThrow(expect.objectContaining({ type: "invalid_state" }));
+    expect(() => retry({ ...failed, attempt: MAX_RUN_RETRIES + 1 }, T0)).toThrow(/retried 20 times/);
+    expect(() => retry({ ...failed, attempt: MAX_RUN_RETRIES }, T0)).not.toThrow();
+  });
+
+  it("a rerun takes the workflow's current version and the old input, and needs the old run ended", () => {
+    const failed = failedRun();
+    const current = { ...workflow(), version: 3 };
+    expect(rerun(current, failed, T0 + 9)).toMatchObject({
+      workflow_version: 3,
+      rerun_of: failed.id,
+      input: { order: "o1" },
+      due_at: T0 + 9,
+    });
+    expect(() => rerun(current, { ...failed, status: "waiting" }, T0)).toThrow(/Only a run that has ended/);
+  });
+
+  it("cancel by a key records who and why, on the run and in workflow.completed", () => {
+    const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
+    const write = cancel(run, T0 + 1, { by: ANN }, "workflow_deleted");
+    expect(apply(run, write)).toMatchObject({ status: "cancelled", cancelled_by: ANN, cancel_reason: "workflow_deleted" });
+    expect(write.events[0].data).toMatchObject({ status: "cancelled", cancelled_by: ANN, cancel_reason: "workflow_deleted" });
+  });
+});
+
 describe("decisions that do not apply", () => {
   const ended = (status: "succeeded" | "failed" | "cancelled"): RunDoc => ({ ...waitingForApproval(), status });
   const running: RunDoc = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), status: "running" };
@@ -347,13 +454,13 @@ describe("decisions that do not apply", () => {
   });
 
   it("only a run waiting at an approval step can be approved or rejected", () => {
-    refused(() => approve(ended("cancelled"), T0), "The run is not waiting for approval (cancelled)");
-    refused(() => reject(ended("succeeded"), T0), "The run is not waiting for approval (succeeded)");
-    refused(() => approve(running, T0), "The run is not waiting for approval (running)");
+    refused(() => approve(ended("cancelled"), T0, { by: ANN }), "The run is not waiting for approval (cancelled)");
+    refused(() => reject(ended("succeeded"), T0, { by: ANN }), "The run is not waiting for approval (succeeded)");
+    refused(() => approve(running, T0, { by: ANN }), "The run is not waiting for approval (running)");
     // Waiting, but at a delay step.
     const delayed: RunDoc = { ...running, status: "waiting", cursor: 1 };
     delayed.steps = delayed.steps.map((s, i) => (i === 1 ? { ...s, status: "waiting" } : s));
-    refused(() => reject(delayed, T0), "The run is not waiting for approval (waiting)");
+    refused(() => reject(delayed, T0, { by: ANN }), "The run is not waiting for approval (waiting)");
   });
 });
 
@@ -433,7 +540,11 @@ describe("finishing a run", () => {
     expect(set.steps!.map((s) => s.status)).toEqual(["succeeded", "failed", "skipped"]);
     expect(set.steps![1]).toMatchObject({ error: "boom", started_at: "t0", finished_at: "t1" });
     expect(set.outbox).toEqual([
-      { id: expect.stringMatching(/^evt_/), type: "workflow.completed", data: { workflow_id: "wf_1", run_id: "run_1", status: "failed" } },
+      {
+        id: expect.stringMatching(/^evt_/),
+        type: "workflow.completed",
+        data: { workflow_id: "wf_1", run_id: "run_1", status: "failed", attempt: 1, rerun_of: null, approvals: [] },
+      },
     ]);
   });
 });
