@@ -8,6 +8,7 @@ import type { PlatformSettings } from "../../shared/platform";
 import type { Filter, Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import { approve, cancel, newRun, reject, runView, updateOf, type RunDoc, type RunView, type RunWrite } from "./runs.logic";
+import type { SecretsMethods } from "./secrets.service";
 import type { WorkflowsStoreVars } from "./workflows.store";
 import { listRunsParams, runParams, startRunParams, type ListRunsParams, type RunParams, type StartRunParams } from "./workflows.params";
 
@@ -24,7 +25,7 @@ export interface RunsVars extends WorkflowsStoreVars {
   /** Runs that ended, counted per workflow, hour and day (see shared/outcomes.ts). */
   tally: Tally<RunOutcomeRow>;
 }
-export interface RunsMethods {
+export interface RunsMethods extends SecretsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
@@ -199,6 +200,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.engine = new RunEngine({
       runs: this.runs,
+      workflows: this.workflows,
+      secretValues: (tenant, names) => this.secretValues(tenant, names),
       broker: this.broker,
       logger: this.logger,
       allowPrivate: settings.webhookAllowPrivateTargets,
