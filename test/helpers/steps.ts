@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import { waitFor } from "../../tools/procs";
-import { api } from "./platform";
+import { api, type Platform, type TestOrg } from "./platform";
 
 /** One request an http step sent to the target. */
 export interface StepRequest {
@@ -50,6 +50,24 @@ export async function startStepTarget(): Promise<StepTarget> {
   return target;
 }
 
+/** A suite's step target: started before its tests, emptied and answering `echo` before each, closed after them. */
+export function useStepTarget(): { readonly target: StepTarget } {
+  let target: StepTarget | undefined;
+  beforeAll(async () => {
+    target = await startStepTarget();
+  });
+  afterAll(() => target?.close());
+  beforeEach(() => {
+    (target as StepTarget).got.length = 0;
+    (target as StepTarget).answer = echo;
+  });
+  return {
+    get target() {
+      return target as StepTarget;
+    },
+  };
+}
+
 /** Creating workflows, starting runs and awaiting their end, through the API with one key. */
 export function runsApi(baseUrl: () => string, key: () => string) {
   const call = (method: string, path: string, body?: unknown) => api(baseUrl(), method, path, { key: key(), body });
@@ -76,3 +94,10 @@ export function runsApi(baseUrl: () => string, key: () => string) {
     },
   };
 }
+
+/** runsApi with a usePlatform suite's Acme live key. */
+export const acmeRuns = (suite: { p: Platform; acme: TestOrg }) =>
+  runsApi(
+    () => suite.p.baseUrl,
+    () => suite.acme.live,
+  );
