@@ -5,7 +5,7 @@ import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import type { PlatformSettings } from "../../shared/platform";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import type { Tenant } from "../../shared/storage/types";
+import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import type { Secret } from "../../shared/wire";
 import { open, seal, SECRET_NAME, SecretUnavailable, secretView, type SecretDoc } from "./secrets.logic";
 import {
@@ -18,6 +18,9 @@ import {
 } from "./secrets.params";
 import type { WorkflowsStoreVars } from "./workflows.store";
 
+/** Secrets re-encrypted per read at start (a rotation of SECRETS_KEYS). */
+const RESEAL_BATCH = 100;
+
 export interface SecretsMethods {
   /**
    * The values of the secrets `names` of one environment, decrypted, for a step about to send them;
@@ -25,6 +28,8 @@ export interface SecretsMethods {
    * sealed again under the current one (the rotation of SECRETS_KEYS, README).
    */
   secretValues(tenant: Required<Tenant>, names: readonly string[]): Promise<Record<string, string>>;
+  /** Seals `doc`'s value again under the current key, unless it changed meanwhile; false when it cannot be opened. */
+  reseal(doc: SecretDoc, value?: string): Promise<boolean>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
@@ -127,20 +132,50 @@ export const SecretsMixin: Partial<ServiceSchema<PlatformSettings, SecretsMethod
             `the step uses {{secrets.${name}}}, but no secret '${name}' exists in the ${tenant.environment} environment (create it with POST /v1/secrets)`,
           );
         values[name] = open(keys, doc);
-        if (doc.key_id !== keys[0].id) {
-          // Under the key it was read with: a racing writer's newer value is left as it is.
-          const resealed = seal(keys, doc, values[name]);
-          await this.secrets
-            .update(tenant, { id: doc.id, key_id: doc.key_id, iv: doc.iv }, { $set: { ...resealed } })
-            .catch((err: unknown) => {
-              this.logger.warn(
-                `secret '${name}': not re-encrypted under key '${keys[0].id}' (next use tries again)`,
-                (err as Error).message,
-              );
-            });
-        }
+        if (doc.key_id !== keys[0].id) await this.reseal(doc, values[name]);
       }
       return values;
     },
+
+    async reseal(doc, value) {
+      const keys = this.settings.config.secretsKeys;
+      try {
+        const resealed = seal(keys, doc, value ?? open(keys, doc));
+        // Under the nonce it was read with: a racing writer's newer value is left as it is.
+        await this.secrets.update(
+          { org_id: doc.org_id, environment: doc.environment },
+          { id: doc.id, key_id: doc.key_id, iv: doc.iv },
+          { $set: { ...resealed } },
+        );
+        return true;
+      } catch (err) {
+        this.logger.warn(
+          `secret '${doc.name}' (${doc.org_id}/${doc.environment}) not re-encrypted under key '${keys[0].id}'`,
+          (err as Error).message,
+        );
+        return false;
+      }
+    },
+  },
+
+  /**
+   * A rotation of SECRETS_KEYS (README): a node that starts with a new key first seals every secret
+   * still under an older key again, in batches in id order, so the old key can be dropped once
+   * GET /secrets shows none left under it. One that cannot be opened is left, and logged.
+   */
+  async started() {
+    const keys = this.settings.config.secretsKeys;
+    if (keys.length < 2) return;
+    let after = "";
+    for (;;) {
+      const batch = await this.secrets.find(
+        ALL_TENANTS,
+        { key_id: { $ne: keys[0].id }, id: { $gt: after } },
+        { sort: { id: 1 }, limit: RESEAL_BATCH },
+      );
+      for (const doc of batch) await this.reseal(doc);
+      if (batch.length < RESEAL_BATCH) return;
+      after = batch[batch.length - 1].id;
+    }
   },
 };

@@ -56,6 +56,10 @@ describe("secrets", () => {
   it("refuses bad names and values without storing anything, and needs the secrets scopes", async () => {
     expectError(await runs.call("POST", "/secrets", { name: "no-dash", value: "x" }), 400, "parameter_invalid", "name");
     expectError(await runs.call("POST", "/secrets", { name: "OK", value: "" }), 400, "parameter_invalid");
+    const long = newValue("x".repeat(8200));
+    const tooLong = await runs.call("POST", "/secrets", { name: "OK", value: long });
+    expectError(tooLong, 400, "parameter_invalid", "value");
+    expect(JSON.stringify(tooLong.body)).not.toContain(long.slice(-24));
     expectError(await runs.call("POST", "/secrets", { name: "OK", value: "v", extra: 1 }), 400, "parameter_unknown");
     expectError(await runs.call("GET", "/secrets/OK"), 404, "resource_not_found");
     const issued = await runs.call("POST", "/api-keys", { name: "runs only", scopes: ["workflows:read", "workflows:write"] });
@@ -78,7 +82,7 @@ describe("secrets", () => {
     expect(bytes.includes(Buffer.from(value).toString("base64"))).toBe(false);
   });
 
-  it("{{secrets.NAME}} reaches the on.target, and is redacted from the run's stored output and errors", async () => {
+  it("{{secrets.NAME}} reaches the target, and is redacted from the run's stored output and errors", async () => {
     const value = newValue("sent");
     await runs.call("POST", "/secrets", { name: "API_TOKEN", value });
     const issued = await runs.call("POST", "/api-keys", { name: "reader", scopes: ["workflows:read"] });
@@ -159,44 +163,40 @@ describe("rotating SECRETS_KEYS", () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  it("a new key first: old values still decrypt and are re-encrypted on use; dropping a key still needed fails the step, saying so", async () => {
+  it("a new key first: every secret is re-encrypted when a node starts with it; a key dropped while still needed fails the step, saying so", async () => {
     dataDir = mkdtempSync(join(tmpdir(), "wfp-keys-"));
-    const [old, next] = [key(), key()];
+    const [old, next, third] = [key(), key(), key()];
     const env = (keys: string) => ({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", DATA_DIR: dataDir, SECRETS_KEYS: keys });
-    p = await startPlatform(env(`old:${old}`));
-    const org = await p.createOrg("Rotating");
-    const base = p.baseUrl;
+    const restart = async (keys: string) => {
+      await p?.stop();
+      p = await startPlatform(env(keys));
+    };
+    await restart(`old:${old}`);
+    const org = await (p as Platform).createOrg("Rotating");
     const r = runsApi(
-      () => base,
+      () => (p as Platform).baseUrl,
       () => org.live,
     );
     const value = newValue("rotating");
     await r.call("POST", "/secrets", { name: "ROT", value });
     await r.call("POST", "/secrets", { name: "IDLE", value: newValue("idle") });
     const wf = await r.workflow([{ id: "call", type: "http", url: `${on.target.url}/rot`, headers: { "x-rot": "{{secrets.ROT}}" } }]);
-    await p.stop();
+    const keyIds = async () =>
+      ((await r.call("GET", "/secrets")).body.data as { name: string; key_id: string }[]).map((s) => `${s.name}:${s.key_id}`);
+    expect(await keyIds()).toEqual(["IDLE:old", "ROT:old"]);
 
-    p = await startPlatform(env(`new:${next},old:${old}`));
-    const r2 = runsApi(
-      () => (p as Platform).baseUrl,
-      () => org.live,
-    );
-    expect((await r2.call("GET", "/secrets/ROT")).body.data.key_id).toBe("old");
-    expect((await r2.ended(wf.id, await r2.start(wf.id))).status).toBe("succeeded");
-    expect(on.target.got.map((g) => g.headers["x-rot"])).toEqual([value]);
-    expect((await r2.call("GET", "/secrets/ROT")).body.data.key_id).toBe("new");
-    expect((await r2.call("GET", "/secrets/IDLE")).body.data.key_id).toBe("old");
-    await p.stop();
+    await restart(`new:${next},old:${old}`);
+    expect(await keyIds()).toEqual(["IDLE:new", "ROT:new"]);
+    expect((await r.ended(wf.id, await r.start(wf.id))).status).toBe("succeeded");
 
-    p = await startPlatform(env(`new:${next}`));
-    const r3 = runsApi(
-      () => (p as Platform).baseUrl,
-      () => org.live,
-    );
-    expect((await r3.ended(wf.id, await r3.start(wf.id))).status).toBe("succeeded");
-    const idle = await r3.workflow([{ id: "call", type: "http", url: `${on.target.url}/idle`, headers: { "x-idle": "{{secrets.IDLE}}" } }]);
-    const failed = await r3.ended(idle.id, await r3.start(idle.id));
-    expect(failed.steps[0].error).toBe("the secret 'IDLE' is encrypted under key 'old', which SECRETS_KEYS no longer holds (held: new)");
-    expect(on.target.got.filter((g) => g.path === "/idle")).toHaveLength(0);
+    await restart(`new:${next}`);
+    expect((await r.ended(wf.id, await r.start(wf.id))).status).toBe("succeeded");
+    expect(on.target.got.map((g) => g.headers["x-rot"])).toEqual([value, value]);
+
+    // Dropped before the values were sealed under the key that replaces it: the step says why.
+    await restart(`third:${third}`);
+    const failed = await r.ended(wf.id, await r.start(wf.id));
+    expect(failed.steps[0].error).toBe("the secret 'ROT' is encrypted under key 'new', which SECRETS_KEYS no longer holds (held: third)");
+    expect(on.target.got).toHaveLength(2);
   });
 });
