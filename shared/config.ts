@@ -51,6 +51,7 @@ export const SETTING_NAMES = [
   "NATS_TLS_CA",
   "NATS_TLS_CERT",
   "NATS_TLS_KEY",
+  "SECRETS_KEYS",
 ] as const;
 
 export interface Settings {
@@ -89,6 +90,14 @@ export interface Settings {
   metricsHost: string;
   /** How this node proves itself to nats-server, and checks the server (TLS). */
   nats: NatsAuth;
+  /** The keys that encrypt stored secrets (AES-256-GCM), the current one first; empty: secrets are off. */
+  secretsKeys: SecretsKey[];
+}
+
+/** One key of SECRETS_KEYS: its id (stored beside each value it encrypts) and its 32 bytes, base64. */
+export interface SecretsKey {
+  id: string;
+  key: string;
 }
 
 /** NATS credentials (a user and password, or a token) and TLS files; all unset: none. */
@@ -170,6 +179,23 @@ function natsAuth(env: Env): NatsAuth {
   return { ...(user && { user, password }), ...(token && { token }), ...(tls && { tls }) };
 }
 
+/** `kid1:base64,kid2:base64`, the key that encrypts first; the others only decrypt (a rotation in progress). */
+function secretsKeys(env: Env): SecretsKey[] {
+  const raw = env.SECRETS_KEYS?.trim();
+  if (!raw) return [];
+  const keys = raw.split(",").map((entry) => {
+    const match = /^([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/]+={0,2})$/.exec(entry.trim());
+    if (!match) throw new SettingsError("SECRETS_KEYS", "each key is '<id>:<32 bytes in base64>' (id: letters, digits, _ or -)");
+    if (Buffer.from(match[2], "base64").length !== 32)
+      throw new SettingsError("SECRETS_KEYS", `key '${match[1]}' is not 32 bytes (make one with: openssl rand -base64 32)`);
+    return { id: match[1], key: match[2] };
+  });
+  const ids = keys.map((k) => k.id);
+  const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (twice !== undefined) throw new SettingsError("SECRETS_KEYS", `key id '${twice}' is given twice`);
+  return keys;
+}
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace"] as const;
 
 export function loadSettings(env: Env = process.env): Settings {
@@ -218,5 +244,6 @@ export function loadSettings(env: Env = process.env): Settings {
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
     metricsHost: metricsHost(env, env.HOST?.trim() || "0.0.0.0"),
     nats: natsAuth(env),
+    secretsKeys: secretsKeys(env),
   };
 }

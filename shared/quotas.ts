@@ -19,6 +19,8 @@ export const QUOTAS = {
   runs_per_event_chain: 100,
   /** Signing secrets alive on one webhook: the current one and at most one rotated out. */
   signing_secrets_per_webhook: 2,
+  /** Secrets (`POST /secrets`) per environment. */
+  secrets_per_environment: 200,
 } as const;
 export type QuotaName = keyof typeof QUOTAS;
 

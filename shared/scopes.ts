@@ -9,6 +9,8 @@ export const SCOPES = {
   "webhooks:read": "Read webhooks and their deliveries",
   "webhooks:write": "Create, update, delete, rotate and redeliver webhooks",
   "analytics:read": "Read usage analytics",
+  "secrets:read": "List secrets' names and metadata (never their values)",
+  "secrets:write": "Create, replace and delete secrets",
   "org:admin": "Everything, including the organization, its members and environments",
 } as const;
 

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from "node:crypto";
 import { SECRET_PREFIX } from "./deliveries";
 
 /**
@@ -38,6 +38,22 @@ export function standardSignature(secrets: readonly string[], id: string, timest
     .join(" ");
 }
 
+/** `whsec_` + 32 random bytes in base64: the Standard Webhooks secret format (webhooks' and workflows' signing secrets). */
+export const generateSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
+
+/** How long a rotated-out signing secret keeps signing beside the new one. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+/** The Standard Webhooks headers of one request: `id` names the message, the same on every retry of it. */
+export function standardHeaders(id: string, body: string, secrets: readonly string[], nowMs = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(nowMs / 1000);
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": standardSignature(secrets, id, timestamp, body),
+  };
+}
+
 /**
  * Every header of one delivery attempt. `secrets[0]` is the current secret; any others are rotated-out
  * secrets still inside their overlap window.
@@ -48,15 +64,12 @@ export function deliveryHeaders(
   secrets: readonly string[],
   nowMs = Date.now(),
 ): Record<string, string> {
-  const timestamp = Math.floor(nowMs / 1000);
   return {
     "content-type": "application/json",
     "user-agent": "wfp-webhooks/1",
     "service-event": delivery.event_type,
     "service-delivery": delivery.id,
     "service-signature": serviceSignature(secrets[0], body),
-    "webhook-id": delivery.id,
-    "webhook-timestamp": String(timestamp),
-    "webhook-signature": standardSignature(secrets, delivery.id, timestamp, body),
+    ...standardHeaders(delivery.id, body, secrets, nowMs),
   };
 }

@@ -278,6 +278,19 @@ export interface Workflow {
   updated_at: string;
 }
 
+/** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
+export type WorkflowWithSecret = Workflow & { signing_secret: string };
+
+/** A secret as the API shows it: never its value. */
+export interface Secret {
+  name: string;
+  environment: Environment;
+  /** The SECRETS_KEYS key that encrypts it (a rotation re-encrypts each under the new key on its next use or write). */
+  key_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 /** A run in one of these has ended: nothing changes it any more. */

@@ -15,7 +15,7 @@ export interface RouteDef {
   /** The action answers a `ListResult` that becomes `{data, meta}`. */
   list?: true;
   /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
-  secret?: "key" | "secret";
+  secret?: "key" | "secret" | "signing_secret";
   /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.ts). */
   stream?: true;
 }
@@ -44,11 +44,18 @@ export const ROUTES: readonly RouteDef[] = [
   // The delivery log's view of one event: webhooks:read, as every view of the log.
   { method: "GET", path: "/events/{id}/deliveries", action: "webhooks.eventDeliveries", scope: "webhooks:read", list: true },
 
-  { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201 },
+  { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201, secret: "signing_secret" },
   { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", list: true },
   { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read" },
   { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write" },
   { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write" },
+  {
+    method: "POST",
+    path: "/workflows/{id}/rotate-secret",
+    action: "workflows.rotateSecret",
+    scope: "workflows:write",
+    secret: "signing_secret",
+  },
   { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", status: 201 },
   { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", list: true },
   { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read" },
@@ -59,6 +66,12 @@ export const ROUTES: readonly RouteDef[] = [
   { method: "POST", path: "/workflows/{id}/runs/{run_id}/rerun", action: "workflows.rerunRun", scope: "workflows:write", status: 201 },
   { method: "GET", path: "/workflows/{id}/versions/{version}", action: "workflows.getVersion", scope: "workflows:read" },
   { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", list: true },
+
+  // The values never leave: a creation answers the metadata only, and only the engine decrypts.
+  { method: "POST", path: "/secrets", action: "workflows.createSecret", scope: "secrets:write", status: 201 },
+  { method: "GET", path: "/secrets", action: "workflows.listSecrets", scope: "secrets:read", list: true },
+  { method: "GET", path: "/secrets/{name}", action: "workflows.getSecret", scope: "secrets:read" },
+  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write" },
 
   { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read" },
   { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },

@@ -1,8 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { QUOTAS } from "../../shared/quotas";
-import { SECRET_PREFIX } from "../../shared/deliveries";
 import type { Environment } from "../../shared/storage/types";
 import type { Webhook } from "../../shared/wire";
 
@@ -10,8 +8,7 @@ import type { Webhook } from "../../shared/wire";
 export const DISABLE_AFTER_FAILURES = 10;
 /** Secrets that sign one delivery at most: the current one and the last rotated out. */
 export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
-/** How long a rotated-out secret keeps signing beside the new one. */
-export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/signing";
 
 /** A webhook as stored: what the API shows (shared/wire.ts) and its signing secrets. */
 export interface WebhookDoc extends Omit<Webhook, "rate_limit"> {
@@ -41,9 +38,6 @@ export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...v
   ...view,
   rate_limit: view.rate_limit ?? null,
 });
-
-/** `whsec_` + 32 random bytes in base64: the Standard Webhooks secret format. */
-export const generateSecret = (): string => `${SECRET_PREFIX}${randomBytes(32).toString("base64")}`;
 
 export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
   const now = new Date(nowMs).toISOString();

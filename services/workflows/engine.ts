@@ -7,11 +7,13 @@ import { describeJsonFault, parseJsonWithinLimits } from "../../shared/json-limi
 import { checkTargetUrl } from "../../shared/net-guard";
 import { outbound, outboundAgent } from "../../shared/outbound";
 import { childTraceparent } from "../../shared/trace";
-import { ALL_TENANTS, type Collection, type Environment } from "../../shared/storage/types";
-import { cutAnswer } from "./outputs";
+import { standardHeaders } from "../../shared/signing";
+import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
+import { cutAnswer, redact } from "./outputs";
 import {
   attempted,
   claim,
+  fail,
   giveUp,
   handBack,
   MAX_STALLS,
@@ -25,6 +27,8 @@ import {
   type RunDoc,
   type RunWrite,
 } from "./runs.logic";
+import { SecretUnavailable, secretNames } from "./secrets.logic";
+import { signingSecrets, type WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -41,6 +45,10 @@ const ANSWER_LIMIT = 64 * 1024;
 
 export interface EngineOptions {
   runs: Collection<RunDoc>;
+  /** Read for the signing secrets of a run's workflow, at each http attempt (a rotation applies at once). */
+  workflows: ReadView<WorkflowDoc>;
+  /** The values of the secrets a step uses (secrets.service.ts); SecretUnavailable when one cannot be had. */
+  secretValues: (tenant: Required<Tenant>, names: readonly string[]) => Promise<Record<string, string>>;
   broker: ServiceBroker;
   logger: ServiceBroker["logger"];
   allowPrivate: boolean;
@@ -239,7 +247,21 @@ export class RunEngine {
         await this.save(run, handBack(run, this.clock()));
         return;
       }
-      const move = nextMove(run, this.clock());
+      let move = nextMove(run, this.clock());
+      const names = move.kind === "call" ? secretNames(run.definition[run.cursor]) : [];
+      let secrets: Record<string, string> = {};
+      if (names.length > 0) {
+        // Read only now, for the request about to leave: the values are never stored with the run.
+        try {
+          secrets = await this.o.secretValues({ org_id: run.org_id, environment: run.environment }, names);
+        } catch (err) {
+          if (!(err instanceof SecretUnavailable)) throw err;
+          // Retrying would not create the secret: the step fails at once, saying which and why.
+          run = await this.save(run, fail(run, err.message, this.clock()));
+          continue;
+        }
+        move = nextMove(run, this.clock(), secrets);
+      }
       if (move.kind === "publish") {
         await this.publish(run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
@@ -247,7 +269,7 @@ export class RunEngine {
         const request = run.traceparent
           ? { ...move.request, headers: { ...move.request.headers, traceparent: childTraceparent(run.traceparent) } }
           : move.request;
-        const result = await this.call(request, run.environment);
+        const result = redact(await this.call(run, request), secrets);
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);
@@ -255,9 +277,27 @@ export class RunEngine {
     }
   }
 
+  /**
+   * The headers a receiver checks a step's request by: `Idempotency-Key` (unless the step sets its
+   * own) and `webhook-id`, both `<run id>:<step id>`, the same on every attempt and every
+   * re-execution after a crash; the Standard Webhooks signature under the workflow's signing secrets.
+   */
+  private async signed(run: RunDoc, request: HttpRequest): Promise<Record<string, string>> {
+    const id = `${run.id}:${run.definition[run.cursor].id}`;
+    const workflow = await this.o.workflows.get({ org_id: run.org_id, environment: run.environment }, run.workflow_id);
+    const secrets = workflow ? signingSecrets(workflow, Date.now()) : [];
+    return {
+      "idempotency-key": id,
+      ...request.headers,
+      ...(secrets.length > 0 && standardHeaders(id, request.body ?? "", secrets)),
+    };
+  }
+
   /** One attempt of an http step. */
-  private async call(request: HttpRequest, environment: Environment): Promise<Attempt> {
-    const { url, method, headers, body, timeoutMs } = request;
+  private async call(run: RunDoc, request: HttpRequest): Promise<Attempt> {
+    const { url, method, body, timeoutMs } = request;
+    const { environment } = run;
+    const headers = await this.signed(run, request);
     try {
       await checkTargetUrl(url, { allowPrivate: this.o.allowPrivate, environment });
     } catch (err) {

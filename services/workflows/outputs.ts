@@ -112,3 +112,24 @@ export function checkReadable(output: unknown, stepId: string, rest: readonly st
       `${STEP_OUTPUT_MAX_BYTES / 1024} KiB and a run ${RUN_OUTPUTS_MAX_BYTES / 1024} KiB of outputs): only its status_code, truncated, size and preview can be read`,
   );
 }
+
+/**
+ * `value` with every occurrence of a secret's value (in its strings and keys) replaced by
+ * `[redacted:NAME]`: what a step stores of an answer or an error that echoed a secret it sent.
+ * Longer values first, so a secret that holds another is replaced whole. The forms a server may
+ * echo it in otherwise (encoded, escaped, cut) are not found.
+ */
+export function redact<T>(value: T, secrets: Record<string, string>): T {
+  const pairs = Object.entries(secrets)
+    .filter(([, v]) => v.length > 0)
+    .sort((a, b) => b[1].length - a[1].length);
+  if (pairs.length === 0) return value;
+  const text = (s: string): string => pairs.reduce((out, [name, v]) => out.split(v).join(`[redacted:${name}]`), s);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return text(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [text(k), walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}

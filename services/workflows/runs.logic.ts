@@ -343,8 +343,8 @@ export interface HttpRequest {
   timeoutMs: number;
 }
 
-function requestOf(step: HttpStep, run: RunDoc): HttpRequest {
-  const scope = scopeOf(run);
+function requestOf(step: HttpStep, run: RunDoc, secrets: Record<string, string>): HttpRequest {
+  const scope = scopeOf(run, secrets);
   const url = String(render(step.url, scope));
   const headers = render(step.headers, scope) as Record<string, string>;
   const rendered = step.body === null ? undefined : render(step.body, scope);
@@ -358,15 +358,16 @@ function requestOf(step: HttpStep, run: RunDoc): HttpRequest {
 
 /**
  * What the engine does next with a run it holds: publish the outbox (then write `published`),
- * make an http attempt (then write `attempted`), or store a write.
+ * make an http attempt (then write `attempted`), or store a write. `secrets`: the values of the
+ * `{{secrets.…}}` the current step uses, which the engine reads once a move is a call.
  */
 export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "write"; write: RunWrite };
 
-export function nextMove(run: RunDoc, c: Clock): Move {
+export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> = {}): Move {
   if (run.outbox.length > 0) return { kind: "publish" };
   if (isParked(run)) return { kind: "write", write: written(run, {}, PARKED, c.now, true) };
   try {
-    return start(run, c);
+    return start(run, c, secrets);
   } catch (err) {
     // A template that cannot be filled (it reads a truncated output): the step fails, for good.
     if (!(err instanceof TemplateError)) throw err;
@@ -375,7 +376,7 @@ export function nextMove(run: RunDoc, c: Clock): Move {
 }
 
 /** The current step, taken one move further. */
-function start(run: RunDoc, c: Clock): Move {
+function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
   const step = run.definition[run.cursor];
   const write = (w: RunWrite): Move => ({ kind: "write", write: w });
   const at = iso(c.now);
@@ -403,7 +404,7 @@ function start(run: RunDoc, c: Clock): Move {
       return write(advance(run, { output: { event_id: event.id }, started_at: at, attempts: 1 }, c, event));
     }
     case "http":
-      if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run) };
+      if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };
       // Shown as running before the request leaves (a crash then repeats the attempt). Not
       // progress: a request whose answer is never stored counts towards MAX_STALLS.
       return write(

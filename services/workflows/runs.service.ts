@@ -25,6 +25,7 @@ import {
   type RunWrite,
 } from "./runs.logic";
 import type { WorkflowDoc } from "./workflows.logic";
+import type { SecretsMethods } from "./secrets.service";
 import type { WorkflowsStoreVars } from "./workflows.store";
 import {
   decideParams,
@@ -54,7 +55,7 @@ export interface RunsVars extends WorkflowsStoreVars {
   metrics: Metrics;
   gauges: NodeJS.Timeout | undefined;
 }
-export interface RunsMethods {
+export interface RunsMethods extends SecretsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
@@ -347,6 +348,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.engine = new RunEngine({
       runs: this.runs,
+      workflows: this.workflows,
+      secretValues: (tenant, names) => this.secretValues(tenant, names),
       broker: this.broker,
       logger: this.logger,
       allowPrivate: settings.webhookAllowPrivateTargets,

@@ -3,7 +3,9 @@ import type { RunDoc } from "./runs.logic";
 
 /**
  * Templates in a step's fields: `{{input.…}}` reads the run's input, `{{steps.<id>.output.…}}` the
- * output of an earlier step that succeeded.
+ * output of an earlier step that succeeded, `{{run.id}}`, `{{run.attempt}}` (the current step's
+ * attempt, from 1) and `{{workflow.id}}` the run, and `{{secrets.NAME}}` (http steps only) a secret's
+ * value, put in by the engine just before the request leaves and never stored.
  */
 const TEMPLATE = /\{\{(.*?)\}\}/g;
 const WHOLE = /^\{\{([^{}]*)\}\}$/;
@@ -11,12 +13,16 @@ const WHOLE = /^\{\{([^{}]*)\}\}$/;
 export interface TemplateScope {
   input: unknown;
   steps: Record<string, { output: unknown }>;
+  run?: { id: string; attempt: number };
+  workflow?: { id: string };
+  secrets?: Record<string, string>;
 }
 
-export function scopeOf(run: RunDoc): TemplateScope {
+export function scopeOf(run: RunDoc, secrets: Record<string, string> = {}): TemplateScope {
   const steps: TemplateScope["steps"] = {};
   for (const s of run.steps) if (s.status === "succeeded") steps[s.id] = { output: s.output };
-  return { input: run.input, steps };
+  const attempt = (run.steps[run.cursor]?.attempts ?? 0) + 1;
+  return { input: run.input, steps, run: { id: run.id, attempt }, workflow: { id: run.workflow_id }, secrets };
 }
 
 /** The value at a dotted path: own members only (`{{input.constructor}}` is a key of the input or nothing). */

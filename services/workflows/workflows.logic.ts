@@ -21,16 +21,29 @@ const STEP_ID = /^[a-z][a-z0-9_]{0,49}$/;
 /** `{{input.a.b}}` or `{{steps.<id>.output.a.b}}`; paths are names or array indexes. */
 const TEMPLATE = /\{\{(.*?)\}\}/g;
 const REFERENCE = /^\s*(?:input|steps\.([a-z][a-z0-9_]*)\.output)((?:\.[A-Za-z0-9_-]+)*)\s*$/;
+const RUN_REFERENCE = /^\s*(?:run\.(?:id|attempt)|workflow\.id)\s*$/;
+const SECRET_REFERENCE = /^\s*secrets\.([A-Za-z][A-Za-z0-9_]{0,63})\s*$/;
 
 export { HTTP_METHODS, type ApprovalStep, type DelayStep, type EmitStep, type HttpStep, type Step, type Trigger } from "../../shared/wire";
 
-/** A workflow as stored: what the API shows (shared/wire.ts) and its organization. */
+/** A workflow as stored: what the API shows (shared/wire.ts), its organization and the secrets that sign its http steps. */
 export interface WorkflowDoc extends Workflow {
   org_id: string;
+  /** Absent on workflows stored before steps were signed: their requests go unsigned until a rotate-secret. */
+  signing_secret?: string;
+  /** The secret a rotation replaced, signing beside the new one until `expires_at`. */
+  previous_signing_secret?: { secret: string; expires_at: string };
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({ org_id: _o, ...view }: WorkflowDoc): WorkflowView => view;
+export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => view;
+
+/** The secrets that sign a step's request now: the current one first, the rotated-out one during its overlap. */
+export function signingSecrets(doc: Pick<WorkflowDoc, "signing_secret" | "previous_signing_secret">, nowMs: number): string[] {
+  if (!doc.signing_secret) return [];
+  const previous = doc.previous_signing_secret;
+  return previous && Date.parse(previous.expires_at) > nowMs ? [doc.signing_secret, previous.secret] : [doc.signing_secret];
+}
 
 /** How many versions of one workflow are kept (the newest): older ones are deleted as new ones come. */
 export const VERSIONS_KEPT = 100;
@@ -121,22 +134,37 @@ function integerIn(fault: StepFault, field: string, value: unknown, min: number,
   return value;
 }
 
-/** Every `{{…}}` in the strings of `value` must name the input or the output of an earlier step. */
-function checkTemplates(fault: StepFault, field: string, value: unknown, earlier: ReadonlySet<string>): void {
+/**
+ * Every `{{…}}` in the strings of `value` must name the input, the output of an earlier step, the
+ * run, or (in an http step, whose request alone leaves unstored) a secret: a secret in an event's
+ * data or an approval's message would be stored and published in clear.
+ */
+function checkTemplates(fault: StepFault, field: string, value: unknown, earlier: ReadonlySet<string>, type: StepType): void {
   if (typeof value === "string") {
     for (const match of value.matchAll(TEMPLATE)) {
+      if (RUN_REFERENCE.test(match[1])) continue;
+      if (SECRET_REFERENCE.test(match[1])) {
+        if (type === "http") continue;
+        throw fault.error(
+          field,
+          `'{{${match[1].trim()}}}': secrets can be used in http steps only (url, headers, body), where they are never stored`,
+        );
+      }
       const ref = REFERENCE.exec(match[1]);
       if (!ref) {
-        throw fault.error(field, `'{{${match[1]}}}' is not a template: use {{input.<path>}} or {{steps.<step_id>.output.<path>}}`);
+        throw fault.error(
+          field,
+          `'{{${match[1]}}}' is not a template: use {{input.<path>}}, {{steps.<step_id>.output.<path>}}, {{run.id}}, {{run.attempt}}, {{workflow.id}} or {{secrets.<NAME>}}`,
+        );
       }
       if (ref[1] !== undefined && !earlier.has(ref[1])) {
         throw fault.error(field, `'{{${match[1].trim()}}}' refers to '${ref[1]}', which is not an earlier step`);
       }
     }
   } else if (Array.isArray(value)) {
-    value.forEach((v, i) => checkTemplates(fault, `${field}[${i}]`, v, earlier));
+    value.forEach((v, i) => checkTemplates(fault, `${field}[${i}]`, v, earlier, type));
   } else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) checkTemplates(fault, formatPath([k], field), v, earlier);
+    for (const [k, v] of Object.entries(value)) checkTemplates(fault, formatPath([k], field), v, earlier, type);
   }
 }
 
@@ -172,7 +200,7 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
         "parameter_unknown",
       );
     }
-    for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier);
+    for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier, type);
     steps.push(await checkStep(fault, id, type, item, rules));
     earlier.add(id);
   }

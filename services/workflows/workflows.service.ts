@@ -6,8 +6,11 @@ import { newestFirst, type ListResult } from "../../shared/pagination";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import type { PlatformSettings } from "../../shared/platform";
 import { StoreMixin } from "../../shared/store-mixin";
+import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/signing";
 import type { Filter, Tenant } from "../../shared/storage/types";
+import type { WorkflowWithSecret } from "../../shared/wire";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.service";
+import { SecretsMixin } from "./secrets.service";
 import { TriggersMixin } from "./triggers.service";
 import { STORE } from "./workflows.store";
 import {
@@ -50,13 +53,18 @@ type Ctx<P> = Context<P, CallMeta>;
  */
 const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVars> = {
   name: "workflows",
-  mixins: [TriggersMixin as Partial<ServiceSchema>, RunsMixin as Partial<ServiceSchema>, StoreMixin(STORE)],
+  mixins: [
+    SecretsMixin as Partial<ServiceSchema>,
+    TriggersMixin as Partial<ServiceSchema>,
+    RunsMixin as Partial<ServiceSchema>,
+    StoreMixin(STORE),
+  ],
 
   actions: {
-    /** POST /workflows — workflows:write */
+    /** POST /workflows — workflows:write; the only answer that shows the signing secret, with rotate-secret's. */
     create: {
       params: createParams,
-      async handler(ctx: Ctx<CreateParams>): Promise<WorkflowView> {
+      async handler(ctx: Ctx<CreateParams>): Promise<WorkflowWithSecret> {
         const tenant = tenantOf(ctx);
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
@@ -74,13 +82,14 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           version: 1,
           created_at: at,
           updated_at: at,
+          signing_secret: generateSecret(),
         };
         // The workflow and its first version, together.
         await this.store.atomically([
           { op: "insert", collection: this.workflows, doc },
           { op: "insert", collection: this.versions, doc: versionOf(doc, actorOf(ctx)) },
         ]);
-        return workflowView(doc);
+        return { ...workflowView(doc), signing_secret: doc.signing_secret as string };
       },
     },
 
@@ -179,6 +188,32 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             param: "version",
           });
         return versionView(doc);
+      },
+    },
+
+    /**
+     * POST /workflows/{id}/rotate-secret — workflows:write; the old secret keeps signing steps for
+     * 24 h beside the new one (as a webhook's does), and a second rotation retires it at once. The
+     * definition is unchanged: `version` stays.
+     */
+    rotateSecret: {
+      params: idParams,
+      async handler(ctx: Ctx<IdParams>): Promise<WorkflowWithSecret> {
+        const tenant = tenantOf(ctx);
+        const current = await this.workflows.get(tenant, ctx.params.id);
+        if (!current) throw notFound("workflow", ctx.params.id);
+        const now = Date.now();
+        const secret = generateSecret();
+        const previous = current.signing_secret && {
+          previous_signing_secret: { secret: current.signing_secret, expires_at: new Date(now + ROTATION_OVERLAP_MS).toISOString() },
+        };
+        const updated = await this.workflows.update(
+          tenant,
+          { id: current.id, signing_secret: current.signing_secret ?? { $exists: false } },
+          { $set: { signing_secret: secret, ...previous, updated_at: nowIso() } },
+        );
+        if (!updated) throw new ApiError("invalid_state", "The secret was rotated meanwhile; retry", { param: "id" });
+        return { ...workflowView(updated), signing_secret: secret };
       },
     },
   },

@@ -4,6 +4,7 @@ import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/retention";
 import { declareStore, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./runs.logic";
+import type { SecretDoc } from "./secrets.logic";
 import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 
 /**
@@ -22,7 +23,7 @@ export interface BudgetDoc extends Doc {
 
 /**
  * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of API starts per
- * minute) and run counts are the workflows service's, with the outbox of its own events; the event
+ * minute), run counts and the secrets its http steps use are the workflows service's, with the outbox of its own events; the event
  * log is read (for triggers) and written by the events service. One declaration for the service and
  * its mixins (runs.service.ts, triggers.service.ts).
  */
@@ -55,6 +56,11 @@ export const STORE = declareStore({
     ]),
     budgets: collectionSpec<BudgetDoc>("workflow_budgets", [{ fields: { expires_at: 1 } }]),
     outcomes: RUN_OUTCOMES,
+    // Encrypted values (secrets.logic.ts): read by name for a step, listed newest first.
+    secrets: collectionSpec<SecretDoc>("workflow_secrets", [
+      { fields: { org_id: 1, environment: 1, name: 1 }, unique: true },
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+    ]),
   },
   reads: { events: EVENTS },
   outbox: true,

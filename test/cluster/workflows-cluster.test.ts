@@ -1,4 +1,6 @@
-import { createServer, type Server } from "node:http";
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { Webhook } from "standardwebhooks";
 
 import { api } from "../helpers/platform";
 import {
@@ -32,12 +34,15 @@ let common: Record<string, string>;
 /** The http steps' target: counts requests by path; `/slow` answers after 1.5 s. */
 let target: Server;
 let targetPort: number;
-const hits: { path: string; at: number; port: number }[] = [];
+const hits: { path: string; at: number; port: number; headers: IncomingHttpHeaders; body: string }[] = [];
+/** Each workflow's signing secret, as its creation showed it. */
+const signingSecrets = new Map<string, string>();
 
 beforeAll(async () => {
   target = createServer((req, res) => {
-    hits.push({ path: req.url ?? "", at: Date.now(), port: req.socket.remotePort ?? -1 });
-    req.resume();
+    const hit = { path: req.url ?? "", at: Date.now(), port: req.socket.remotePort ?? -1, headers: req.headers, body: "" };
+    hits.push(hit);
+    req.on("data", (c: Buffer) => (hit.body += c.toString()));
     const answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     if (req.url?.startsWith("/slow")) setTimeout(answer, 1500);
     else if (req.url?.startsWith("/drain")) setTimeout(answer, 1000);
@@ -48,7 +53,13 @@ beforeAll(async () => {
 
   nats = await startNats();
   dir = tempDir();
-  common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "100000" };
+  common = {
+    TRANSPORTER: nats.url,
+    DATA_DIR: dir.path,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    RATE_LIMIT_MAX: "100000",
+    SECRETS_KEYS: `k1:${randomBytes(32).toString("base64")}`,
+  };
   const port = await freePort();
   nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
   gw = `http://127.0.0.1:${port}/v1`;
@@ -74,6 +85,7 @@ const url = (path: string) => `http://127.0.0.1:${targetPort}${path}`;
 async function createWorkflow(steps: unknown[]) {
   const res = await api(gw, "POST", "/workflows", { key: admin, body: { name: "wf", trigger: { type: "manual" }, steps } });
   expect(res.status).toBe(201);
+  signingSecrets.set(res.body.data.id, res.body.data.signing_secret);
   return res.body.data.id as string;
 }
 /**
@@ -107,9 +119,18 @@ describe("durable runs over NATS", () => {
   });
 
   it("a node killed mid-step: another takes the run over and it finishes exactly once", async () => {
+    const token = `cluster-${randomBytes(8).toString("hex")}`;
+    expect((await api(gw, "POST", "/secrets", { key: admin, body: { name: "CLUSTER_TOKEN", value: token } })).status).toBe(201);
     const wf = await createWorkflow([
       { id: "first", type: "http", url: url("/first") },
-      { id: "slow", type: "http", url: url("/slow"), timeout_ms: 3000 },
+      {
+        id: "slow",
+        type: "http",
+        url: url("/slow"),
+        timeout_ms: 3000,
+        headers: { "x-token": "{{secrets.CLUSTER_TOKEN}}" },
+        body: { n: 1 },
+      },
       { id: "tell", type: "emit", event_type: "run.resumed", data: { from: "{{steps.slow.output.body.ok}}" } },
       { id: "after", type: "http", url: url("/after") },
     ]);
@@ -141,6 +162,16 @@ describe("durable runs over NATS", () => {
     const slow = hits.filter((h) => h.path === "/slow");
     expect(slow).toHaveLength(2);
     expect(slow[1].at).toBeGreaterThanOrEqual(killedAt);
+    // The re-execution is the same step to its receiver: one Idempotency-Key and webhook-id, both
+    // signed under the workflow's secret (verified with the stock library), the secret's value sent.
+    expect(slow.map((h) => h.headers["idempotency-key"])).toEqual([`${run}:slow`, `${run}:slow`]);
+    expect(slow.map((h) => h.headers["webhook-id"])).toEqual([`${run}:slow`, `${run}:slow`]);
+    for (const h of slow) {
+      expect(() => new Webhook(signingSecrets.get(wf)!).verify(h.body, h.headers as Record<string, string>)).not.toThrow();
+      expect(h.headers["x-token"]).toBe(token);
+    }
+    expect(JSON.stringify(done)).not.toContain(token);
+    for (const n of nodes) expect({ node: n.name, leaks: n.output().includes(token) }).toEqual({ node: n.name, leaks: false });
     expect(count("/after")).toBe(1);
     const events = async (type: string) => (await api(gw, "GET", `/events?type=${type}&per_page=100`, { key: admin })).body.data;
     await waitFor("workflow.completed", async () => (await events("workflow.completed")).some((e: any) => e.data.run_id === run));

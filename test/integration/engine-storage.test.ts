@@ -133,6 +133,9 @@ afterAll(async () => {
 function engine(o: { runs?: Collection<RunDoc>; log: ReturnType<typeof logger> }): RunEngine {
   const e = new RunEngine({
     runs: o.runs ?? runs,
+    // Workflows without a signing secret (their requests go unsigned), steps without secrets.
+    workflows: store.collection<WorkflowDoc>("workflows"),
+    secretValues: () => Promise.resolve({}),
     broker,
     logger: o.log as unknown as ServiceBroker["logger"],
     allowPrivate: true,

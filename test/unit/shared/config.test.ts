@@ -18,6 +18,19 @@ describe("loadSettings", () => {
     expect(() => loadSettings({ WEBHOOK_RETRY_DELAYS_MS: "1,2" })).toThrow(/WEBHOOK_RETRY_DELAYS_MS/);
     expect(() => loadSettings({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "yes" })).toThrow(/WEBHOOK_ALLOW_PRIVATE_TARGETS/);
   });
+  it("reads SECRETS_KEYS as ids and 32-byte keys, the current first", () => {
+    const [a, b] = [Buffer.alloc(32, 1).toString("base64"), Buffer.alloc(32, 2).toString("base64")];
+    expect(loadSettings({}).secretsKeys).toEqual([]);
+    expect(loadSettings({ SECRETS_KEYS: `k2:${b}, k1:${a}` }).secretsKeys).toEqual([
+      { id: "k2", key: b },
+      { id: "k1", key: a },
+    ]);
+    expect(() => loadSettings({ SECRETS_KEYS: a })).toThrow(/SECRETS_KEYS.*<id>:/);
+    expect(() => loadSettings({ SECRETS_KEYS: `k1:${Buffer.alloc(16).toString("base64")}` })).toThrow(
+      /SECRETS_KEYS: key 'k1' is not 32 bytes/,
+    );
+    expect(() => loadSettings({ SECRETS_KEYS: `k1:${a},k1:${b}` })).toThrow(/SECRETS_KEYS: key id 'k1' is given twice/);
+  });
 });
 
 describe("settings", () => {

@@ -7,6 +7,7 @@ import {
   outputsBytes,
   PREVIEW_MAX_BYTES,
   previewOf,
+  redact,
   RUN_OUTPUTS_MAX_BYTES,
   STEP_OUTPUT_MAX_BYTES,
   TemplateError,
@@ -79,5 +80,18 @@ describe("bounded outputs", () => {
     // An answer's body shaped like a marker is not one: the marker is the output itself.
     const forged = { input: {}, steps: { a: { output: { status_code: 200, body: { truncated: true, size: 1, preview: "" } } } } };
     expect(render("{{steps.a.output.body.truncated}}", forged)).toBe(true);
+  });
+});
+
+describe("redact", () => {
+  it("replaces every occurrence of each secret's value in strings and keys, the longer value first", () => {
+    const secrets = { SHORT: "abc", LONG: "abcdef" };
+    const output = { status_code: 200, body: { echo: "x abcdef y abc", list: ["abc", 1, null], abc: true } };
+    expect(redact(output, secrets)).toEqual({
+      status_code: 200,
+      body: { echo: "x [redacted:LONG] y [redacted:SHORT]", list: ["[redacted:SHORT]", 1, null], "[redacted:SHORT]": true },
+    });
+    expect(redact("the server answered 500 for abc", secrets)).toBe("the server answered 500 for [redacted:SHORT]");
+    expect(redact(output, {})).toBe(output);
   });
 });

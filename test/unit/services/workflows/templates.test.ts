@@ -1,5 +1,6 @@
-import { eventDataFault } from "../../../../services/workflows/runs.logic";
-import { render, type TemplateScope } from "../../../../services/workflows/templates";
+import { eventDataFault, newRun } from "../../../../services/workflows/runs.logic";
+import { render, scopeOf, type TemplateScope } from "../../../../services/workflows/templates";
+import type { WorkflowDoc } from "../../../../services/workflows/workflows.logic";
 import { MAX_JSON_DEPTH } from "../../../../shared/json-limits";
 
 describe("templates", () => {
@@ -22,6 +23,16 @@ describe("templates", () => {
       a: ["o1", 1, true, null],
       b: { c: 3 },
     });
+  });
+
+  it("{{run.id}}, {{run.attempt}} (the current step's attempt, from 1) and {{workflow.id}}; secrets only when given", () => {
+    const workflow = { id: "wf_1", org_id: "org_1", environment: "live", version: 1, steps: [{ id: "a", type: "delay", duration_ms: 1 }] };
+    const run = newRun(workflow as WorkflowDoc, {}, { type: "manual" }, 0);
+    expect(render("{{run.id}}/{{run.attempt}}/{{workflow.id}}", scopeOf(run))).toBe(`${run.id}/1/wf_1`);
+    run.steps[0].attempts = 2;
+    expect(render("{{run.attempt}}", scopeOf(run))).toBe(3);
+    expect(render("Bearer {{secrets.T}}", scopeOf(run))).toBe("Bearer ");
+    expect(render("Bearer {{secrets.T}}", scopeOf(run, { T: "tok" }))).toBe("Bearer tok");
   });
 
   it("reads own members only", () => {
