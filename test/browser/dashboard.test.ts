@@ -141,7 +141,7 @@ describe("in the browser", () => {
 
   it("creates a key, shows its secret once, and revokes it after a confirmation", async () => {
     await page.getByRole("button", { name: "Create key" }).click();
-    await page.getByLabel("Name").fill("Reporting");
+    await page.getByLabel("Name", { exact: true }).fill("Reporting");
     await page.getByRole("checkbox", { name: /events:read/ }).check();
     await page.getByRole("checkbox", { name: /analytics:read/ }).check();
     await page.getByRole("button", { name: "Create key" }).click();
