@@ -1,4 +1,6 @@
+import fc from "fast-check";
 import { waitFor } from "../../tools/procs";
+import { anyString } from "../helpers/odd-json";
 import { api, expectError, usePlatform } from "../helpers/platform";
 
 /**
@@ -6,7 +8,7 @@ import { api, expectError, usePlatform } from "../helpers/platform";
  * run, its step and the events), and who revoked a key, deleted a webhook or a workflow, or
  * changed a member's role.
  */
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
+const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RUN_STARTS_PER_MINUTE: "1000", RATE_LIMIT_MAX: "1000000" });
 
 const call = (method: string, path: string, body?: unknown, key = suite.acme.live) => api(suite.p.baseUrl, method, path, { key, body });
 
@@ -124,6 +126,26 @@ describe("approvals people can decide", () => {
     const still = (await call("GET", `/workflows/${wf.id}/runs/${run.id}`)).body.data;
     expect(still).toMatchObject({ status: "waiting", steps: [{ status: "waiting", decision: null }] });
     expect((await call("POST", `/workflows/${wf.id}/runs/${run.id}/approve`, { comment: "x".repeat(1000) })).status).toBe(200);
+  });
+});
+
+describe("comments of any text", () => {
+  it("keeps a generated comment (NUL, line separators, BOM, astral and binary characters) exactly, trimmed, on the step and in approval.decided", async () => {
+    const wf = await workflow([{ id: "ok", type: "approval", message: "ok?" }]);
+    await fc.assert(
+      fc.asyncProperty(anyString, async (comment) => {
+        const waiting = await waitingRun(wf.id, {});
+        const res = await call("POST", `/workflows/${wf.id}/runs/${waiting.id}/approve`, { comment });
+        expect(res.status).toBe(200);
+        // Trimmed; one that trims to nothing is no comment.
+        const stored = comment.trim() === "" ? null : comment.trim();
+        const read = (await call("GET", `/workflows/${wf.id}/runs/${waiting.id}`)).body.data;
+        expect(read.steps[0].decision.comment).toBe(stored);
+        const [decided] = await eventsOf("approval.decided", { run_id: waiting.id });
+        expect(decided.data.comment).toBe(stored);
+      }),
+      { numRuns: 12 },
+    );
   });
 });
 
