@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
+import { anyString } from "../helpers/odd-json";
 import { api, expectError, startPlatform, usePlatform, type Platform } from "../helpers/platform";
 import { acmeRuns, runsApi, useStepTarget } from "../helpers/steps";
 
@@ -124,6 +126,26 @@ describe("secrets", () => {
       expect(JSON.stringify(r.body)).not.toContain(value);
     }
     expect(storeBytes(suite.p.dataDir).includes(value)).toBe(false);
+  });
+
+  it("a value of any text (NUL, line separators, BOM, astral and binary characters, JSON's own quotes) reaches the target exactly", async () => {
+    on.target.answer = () => ({ status: 200, json: { ok: true } });
+    const wf = await runs.workflow([{ id: "call", type: "http", url: `${on.target.url}/odd`, body: { token: "{{secrets.ODD_VALUE}}" } }]);
+    await fc.assert(
+      fc.asyncProperty(
+        anyString.filter((v) => v.length > 0),
+        async (value) => {
+          // Stored again under the same name: the newest value is the one sent.
+          expect((await runs.call("POST", "/secrets", { name: "ODD_VALUE", value })).status).toBe(201);
+          const sent = on.target.got.length;
+          const run = await runs.ended(wf.id, await runs.start(wf.id, {}));
+          expect(run.status).toBe("succeeded");
+          expect(on.target.got).toHaveLength(sent + 1);
+          expect(JSON.parse(on.target.got[sent].body)).toEqual({ token: value });
+        },
+      ),
+      { numRuns: 10 },
+    );
   });
 
   it("a failed attempt's stored output and error are redacted too", async () => {
