@@ -24,7 +24,7 @@ import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
 import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
-import { matchRoute, type RouteDef } from "./routes";
+import { locationOf, matchRoute, type RouteDef } from "./routes";
 
 const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
@@ -48,6 +48,8 @@ interface Exchange {
   unreadBody: boolean;
   /** The matched route's template, for metering. */
   route?: string;
+  /** The request's path under /v1, for a creation's Location. */
+  path?: string;
   caller?: Caller;
   rate?: RateDecision;
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
@@ -238,6 +240,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const route: RouteDef = match.route;
       x.route = route.path;
+      x.path = path.slice(3);
 
       // Who asks and whether they may, before the body is read: an unauthenticated sender costs no
       // parsing, and its unread body closes the connection (renderError).
@@ -416,6 +419,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       };
       // A stopping node lets no connection linger (kept-alive clients move to another node).
       if (this.stopping) headers.Connection = "close";
+      const location = status === 201 && x.path !== undefined ? locationOf(x.path, body) : undefined;
+      if (location !== undefined) headers.Location = location;
       if (x.rate) {
         headers["RateLimit-Limit"] = x.rate.limit;
         headers["RateLimit-Remaining"] = Math.max(0, x.rate.remaining);
