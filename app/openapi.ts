@@ -216,6 +216,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       "RateLimit-Reset": header("RateLimitReset"),
       ...(route.method === "POST" && { "Idempotent-Replayed": header("IdempotentReplayed") }),
       ...(location && { Location: header("Location") }),
+      ...(route.secret && { "Secret-Redacted": header("SecretRedacted") }),
     };
     const errors = Object.keys(ERROR_STATUSES).filter(
       (code) =>
@@ -294,6 +295,10 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
         IdempotentReplayed: {
           description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
           schema: { type: "string", enum: ["true"] },
+        },
+        SecretRedacted: {
+          description: "On an idempotent replay: the field of `data` that held a secret shown once, now null",
+          schema: { type: "string", enum: ["key", "secret"] },
         },
         Location: { description: "The created resource's URL", schema: { type: "string", format: "uri-reference" } },
       },

@@ -50,13 +50,18 @@ const object = (name: string, properties: Record<string, JsonSchema>, optional: 
 // `object` on workflow, run, event, webhook and delivery: described, required once every answer holds it.
 const objectTag = (value: string): JsonSchema => ({ type: "string", const: value });
 
-const attempt = object("Attempt", {
-  number: { type: "integer", minimum: 1 },
-  at: time,
-  status_code: { type: ["integer", "null"] },
-  duration_ms: { type: "number", minimum: 0 },
-  error: { type: ["string", "null"] },
-});
+const attempt = object(
+  "Attempt",
+  {
+    number: { type: "integer", minimum: 1 },
+    at: time,
+    status_code: { type: ["integer", "null"] },
+    duration_ms: { type: "number", minimum: 0 },
+    error: { type: ["string", "null"] },
+    response_excerpt: { type: "string", description: "The start of the receiver's answer (listener attempts)" },
+  },
+  ["response_excerpt"],
+);
 
 const httpStep = object(
   "HttpStep",
@@ -329,20 +334,21 @@ export const RESOURCES: Record<string, JsonSchema> = {
 
 /** `base` with more fields, all required: the answers that show a secret once. */
 function withSecret(base: JsonSchema, name: string, field: string, description: string): JsonSchema {
-  const properties = { ...(base.properties as Record<string, JsonSchema>), [field]: { type: "string", description } };
+  // null in an idempotent replay of the answer: the secret is never stored (header Secret-Redacted).
+  const properties = { ...(base.properties as Record<string, JsonSchema>), [field]: { type: ["string", "null"], description } };
   return { ...base, title: name, properties, required: [...(base.required as string[]), field] };
 }
 RESOURCES.NewApiKey = withSecret(
   RESOURCES.ApiKey,
   "NewApiKey",
   "key",
-  "The key itself: in this answer only (an idempotent replay shows it redacted)",
+  "The key itself: in this answer only (null in an idempotent replay of it)",
 );
 RESOURCES.WebhookWithSecret = withSecret(
   RESOURCES.Webhook,
   "WebhookWithSecret",
   "secret",
-  "The signing secret (`whsec_…`): in this answer only (an idempotent replay shows it redacted)",
+  "The signing secret (`whsec_…`): in this answer only (null in an idempotent replay of it)",
 );
 
 const STEP_ID = { type: "string", pattern: "^[a-z][a-z0-9_]{0,49}$", description: "Defaults to step_<n> (its position from 1)" };
