@@ -59,7 +59,7 @@ function ruleSchema(r: Json & { type?: string }, common: Json): Json {
       };
     case "object": {
       const props = (r.props ?? {}) as Json;
-      return { type: "object", ...(r.props !== undefined && objectOf(props)), ...common };
+      return { type: "object", ...(r.props !== undefined ? objectOf(props) : { additionalProperties: true }), ...common };
     }
     default:
       return { ...common };

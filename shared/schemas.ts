@@ -22,6 +22,8 @@ export const idOf = (prefix: string): JsonSchema => ({
   examples: [`${prefix}_01jdx3kq9v7c2m5n8p4r6t0w1y`],
 });
 const environment = { type: "string", enum: ["live", "test"] } as const;
+/** Any JSON object (`additionalProperties: true` makes generated types `Record<string, unknown>`, not `{}`). */
+const anyObject = { type: "object", additionalProperties: true } as const;
 
 /** Lower-case dotted names (shared/events.ts EVENT_TYPE_PATTERN). */
 export const EVENT_TYPE = {
@@ -139,7 +141,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
       id: idOf("evt"),
       environment,
       type: EVENT_TYPE,
-      data: { type: "object" },
+      data: anyObject,
       source: { type: "string", description: "`api` for events clients emit, else the emitting service" },
       created_at: time,
     },
@@ -203,7 +205,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
   HttpStep: httpStep,
   DelayStep: object("DelayStep", { id: { type: "string" }, type: { const: "delay" }, duration_ms: { type: "integer" } }),
   ApprovalStep: object("ApprovalStep", { id: { type: "string" }, type: { const: "approval" }, message: { type: ["string", "null"] } }),
-  EmitStep: object("EmitStep", { id: { type: "string" }, type: { const: "emit" }, event_type: EVENT_TYPE, data: { type: "object" } }),
+  EmitStep: object("EmitStep", { id: { type: "string" }, type: { const: "emit" }, event_type: EVENT_TYPE, data: anyObject }),
   Step: {
     oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep")],
     discriminator: {
@@ -252,7 +254,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
       workflow_id: idOf("wf"),
       workflow_version: { type: "integer", minimum: 1 },
       status: { type: "string", enum: [...RUN_STATUSES] },
-      input: { type: "object" },
+      input: anyObject,
       steps: { type: "array", items: ref("RunStep") },
       trigger: {
         oneOf: [
@@ -395,7 +397,7 @@ const stepInputs: Record<string, JsonSchema> = {
   ),
   EmitStepInput: object(
     "EmitStepInput",
-    { id: STEP_ID, type: { const: "emit" }, event_type: CUSTOM_EVENT_TYPE, data: { type: "object", default: {} } },
+    { id: STEP_ID, type: { const: "emit" }, event_type: CUSTOM_EVENT_TYPE, data: { ...anyObject, default: {} } },
     ["id", "data"],
   ),
 };
@@ -450,7 +452,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     scopes: { type: "array", minItems: 1, maxItems: SCOPE_NAMES.length, items: ref("Scope"), description: "Scopes your own key holds" },
     expires_at: { ...time, maxLength: 40, description: "In the future, and no later than the calling key's own expiry" },
   },
-  "events.emit": { type: CUSTOM_EVENT_TYPE, data: { type: "object", description: "At most 64 KiB as JSON", default: {} } },
+  "events.emit": { type: CUSTOM_EVENT_TYPE, data: { ...anyObject, description: "At most 64 KiB as JSON", default: {} } },
   "webhooks.create": { url: webhookUrl, events: subscription },
   "webhooks.update": { url: webhookUrl, events: subscription },
   "analytics.usage": { from: date, to: date },

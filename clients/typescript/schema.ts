@@ -778,7 +778,9 @@ export interface components {
       environment: "live" | "test";
       /** @example order.created */
       type: string;
-      data: Record<string, never>;
+      data: {
+        [key: string]: unknown;
+      };
       /** @description `api` for events clients emit, else the emitting service */
       source: string;
       /**
@@ -951,7 +953,9 @@ export interface components {
       type: "emit";
       /** @example order.created */
       event_type: string;
-      data: Record<string, never>;
+      data: {
+        [key: string]: unknown;
+      };
     };
     Step:
       | components["schemas"]["HttpStep"]
@@ -1018,7 +1022,9 @@ export interface components {
       workflow_version: number;
       /** @enum {string} */
       status: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
-      input: Record<string, never>;
+      input: {
+        [key: string]: unknown;
+      };
       steps: components["schemas"]["RunStep"][];
       trigger:
         | {
@@ -1262,7 +1268,9 @@ export interface components {
        */
       event_type: string;
       /** @default {} */
-      data?: Record<string, never>;
+      data?: {
+        [key: string]: unknown;
+      };
     };
     StepInput:
       | components["schemas"]["HttpStepInput"]
@@ -2399,7 +2407,9 @@ export interface operations {
            * @description At most 64 KiB as JSON
            * @default {}
            */
-          data?: Record<string, never>;
+          data?: {
+            [key: string]: unknown;
+          };
         };
       };
     };
@@ -3058,7 +3068,9 @@ export interface operations {
       content: {
         /** @example {} */
         "application/json": {
-          input?: Record<string, never>;
+          input?: {
+            [key: string]: unknown;
+          };
         };
       };
     };
