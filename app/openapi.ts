@@ -108,7 +108,8 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
 
 /** Statuses every error answer may take, with what causes them (each answers the Error schema). */
 const ERROR_STATUSES: Record<string, string> = {
-  "400": "Invalid parameters, body or Service-Version (`invalid_request_error`)",
+  "400":
+    "Invalid parameters, body or Service-Version, or a count quota reached (`quota_exceeded`: 50 webhooks, 100 active keys, 200 workflows per environment)",
   "401": "No key, or an unknown, revoked or expired one",
   "403": "The key lacks the operation's scope",
   "404": "No such resource in the key's environment",

@@ -433,10 +433,10 @@ const webhookUrl = {
   examples: ["https://example.com/webhooks"],
 };
 const subscription = {
-  type: "array",
-  minItems: 1,
-  maxItems: 100,
-  items: { anyOf: [{ const: "*" }, SUBSCRIBABLE_EVENT_TYPE] },
+  anyOf: [
+    { type: "array", minItems: 1, items: { const: "*" }, description: "Every event" },
+    { type: "array", minItems: 1, maxItems: 100, items: SUBSCRIBABLE_EVENT_TYPE },
+  ],
   description: 'Event types, or `["*"]` for every event (`*` cannot be combined with types)',
   examples: [["order.created"]],
 };

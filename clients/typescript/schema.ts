@@ -1324,7 +1324,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Invalid parameters, body or Service-Version (`invalid_request_error`) */
+    /** @description Invalid parameters, body or Service-Version, or a count quota reached (`quota_exceeded`: 50 webhooks, 100 active keys, 200 workflows per environment) */
     E400: {
       headers: {
         "Request-Id": components["headers"]["RequestId"];
@@ -1336,7 +1336,7 @@ export interface components {
          *       "error": {
          *         "type": "invalid_request_error",
          *         "code": "parameter_invalid",
-         *         "message": "Invalid parameters, body or Service-Version (`invalid_request_error`)",
+         *         "message": "Invalid parameters, body or Service-Version, or a count quota reached (`quota_exceeded`: 50 webhooks, 100 active keys, 200 workflows per environment)",
          *         "request_id": "req_01jdx3kq9v7c2m5n8p4r6t0w1y"
          *       }
          *     }
@@ -3705,8 +3705,8 @@ export interface operations {
            *       "order.created"
            *     ]
            */
-          events: (
-            | "*"
+          events:
+            | "*"[]
             | (
                 | string
                 | (
@@ -3717,8 +3717,7 @@ export interface operations {
                     | "webhook.disabled"
                     | "workflow.chain_limited"
                   )
-              )
-          )[];
+              )[];
           description?: string;
           rate_limit?: number | null;
         };
@@ -3931,8 +3930,8 @@ export interface operations {
            *       "order.created"
            *     ]
            */
-          events?: (
-            | "*"
+          events?:
+            | "*"[]
             | (
                 | string
                 | (
@@ -3943,8 +3942,7 @@ export interface operations {
                     | "webhook.disabled"
                     | "workflow.chain_limited"
                   )
-              )
-          )[];
+              )[];
           description?: string | null;
           rate_limit?: number | null;
           /** @enum {string} */
