@@ -1,6 +1,7 @@
 import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "../shared/errors";
+import { QUOTAS } from "../shared/quotas";
 import { idOf, REQUEST_COMPONENTS, REQUEST_RULES, RESOURCES } from "../shared/schemas";
 import { SCOPES } from "../shared/scopes";
 import { API_VERSIONS, LATEST_VERSION } from "../shared/versions";
@@ -108,8 +109,7 @@ const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` }
 
 /** Statuses every error answer may take, with what causes them (each answers the Error schema). */
 const ERROR_STATUSES: Record<string, string> = {
-  "400":
-    "Invalid parameters, body or Service-Version, or a count quota reached (`quota_exceeded`: 50 webhooks, 100 active keys, 200 workflows per environment)",
+  "400": `Invalid parameters, body or Service-Version, or a count quota reached (\`quota_exceeded\`: ${QUOTAS.webhooks_per_environment} webhooks, ${QUOTAS.active_api_keys_per_environment} active keys, ${QUOTAS.workflows_per_environment} workflows per environment)`,
   "401": "No key, or an unknown, revoked or expired one",
   "403": "The key lacks the operation's scope",
   "404": "No such resource in the key's environment",
