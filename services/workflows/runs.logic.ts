@@ -27,7 +27,7 @@ export interface OutboxEvent {
 }
 
 /** A run as stored: what the API shows (shared/wire.ts) and the fields that run it. */
-export interface RunDoc extends Run {
+export interface RunDoc extends Omit<Run, "object"> {
   org_id: string;
   /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
   definition: Step[];
@@ -65,7 +65,7 @@ export const runView = ({
   chain_depth: _cd,
   chain_root: _cr,
   ...view
-}: RunDoc): RunView => view;
+}: RunDoc): RunView => ({ object: "run", ...view });
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
@@ -94,7 +94,7 @@ export function newRun(
       status: "pending",
       output: null,
       error: null,
-      attempts: 0,
+      attempt_count: 0,
       started_at: null,
       finished_at: null,
     })),
@@ -283,11 +283,11 @@ export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: n
   const step = run.definition[run.cursor] as HttpStep;
   // Within the step's and the run's bounds on stored outputs (see outputs.ts).
   const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
-  const attempts = run.steps[run.cursor].attempts + 1;
-  if (result.ok) return advance(run, { output, error: null, attempts }, c);
-  if (attempts > step.retries) return fail(run, result.error ?? "failed", c, { output, attempts });
-  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempts) };
-  return written(run, { steps: put(run, { output, error: result.error, attempts }) }, retry, c.now, true);
+  const attempt_count = run.steps[run.cursor].attempt_count + 1;
+  if (result.ok) return advance(run, { output, error: null, attempt_count }, c);
+  if (attempt_count > step.retries) return fail(run, result.error ?? "failed", c, { output, attempt_count });
+  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempt_count) };
+  return written(run, { steps: put(run, { output, error: result.error, attempt_count }) }, retry, c.now, true);
 }
 
 /** An http step's request, its fields filled from the run's input and earlier outputs. */
@@ -352,9 +352,9 @@ function start(run: RunDoc, c: Clock): Move {
       const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
       // A template may have put a deep value into the data: it must be what POST /events takes.
       const fault = eventDataFault(data);
-      if (fault) return write(fail(run, fault, c, { attempts: 1 }));
+      if (fault) return write(fail(run, fault, c, { attempt_count: 1 }));
       const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
-      return write(advance(run, { output: { event_id: event.id }, started_at: at, attempts: 1 }, c, event));
+      return write(advance(run, { output: { event_id: event.id }, started_at: at, attempt_count: 1 }, c, event));
     }
     case "http":
       if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run) };
