@@ -1,4 +1,4 @@
-import { invalidParam } from "./errors";
+import { echo, invalidParam } from "./errors";
 import type { ReadView, Doc, Filter, Scope } from "./storage/types";
 import type { CursorMeta, PageMeta } from "./wire";
 
@@ -29,7 +29,7 @@ export function checkPageNumbers(query: Record<string, unknown>): void {
   for (const name of PAGE_NUMBER_PARAMS) {
     const value = query[name];
     if (value !== undefined && (typeof value !== "string" || !/^[0-9]+$/.test(value))) {
-      throw invalidParam(name, `${name} must be a whole number written in decimal digits, e.g. ${name}=2`);
+      throw invalidParam(name, `${name} must be a whole number written in decimal digits, e.g. ${name}=2; received ${echo(value)}`);
     }
   }
 }

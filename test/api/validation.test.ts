@@ -1,5 +1,7 @@
 import fc from "fast-check";
 import { echo } from "../../shared/errors";
+import { PAGE_NUMBER_PARAMS } from "../../shared/pagination";
+import { ROUTES } from "../../services/gateway/routes";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { pathOf, routeFields, type RouteField, type Rule } from "../helpers/action-params";
 
@@ -135,6 +137,19 @@ describe("a body field of the wrong type", () => {
     }
     expect(tried).toEqual(expect.arrayContaining(["POST /webhooks url", "POST /events data", "POST /api-keys scopes"]));
   }, 60_000);
+
+  it("answers 400 naming a list's number parameter and the text received, on every list", async () => {
+    const lists = ROUTES.filter((r) => r.list);
+    const notDigits = fc.string({ minLength: 1, maxLength: 12 }).filter((v) => !/^[0-9]+$/.test(v));
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...lists), fc.constantFrom(...PAGE_NUMBER_PARAMS), notDigits, async (route, name, value) => {
+        const res = await call("GET", `${pathOf(route)}?${new URLSearchParams({ [name]: value })}`);
+        expectError(res, 400, "parameter_invalid", name);
+        expect(res.body.error.message).toContain(`received ${echo(value)}`);
+      }),
+      { numRuns: 40 },
+    );
+  });
 
   it("echoes a long value cut short, as JSON", async () => {
     const res = await call("POST", "/events", { type: "order.created", data: `${"\n".repeat(10)}${"x".repeat(500)}` });
