@@ -52,6 +52,9 @@ export interface RunDoc extends Omit<Run, "object"> {
 
 export type RunView = Run;
 
+/** A step's tries; a run stored before `attempts` was renamed `attempt_count` carries the old name. */
+const attemptCountOf = (step: RunStep & { attempts?: number }): number => step.attempt_count ?? step.attempts ?? 0;
+
 export const runView = ({
   org_id: _o,
   definition: _d,
@@ -65,7 +68,14 @@ export const runView = ({
   chain_depth: _cd,
   chain_root: _cr,
   ...view
-}: RunDoc): RunView => ({ object: "run", ...view });
+}: RunDoc): RunView => ({
+  object: "run",
+  ...view,
+  steps: view.steps.map(({ attempts, ...step }: RunStep & { attempts?: number }) => ({
+    ...step,
+    attempt_count: attemptCountOf({ ...step, attempts }),
+  })),
+});
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
 export const MAX_CHAIN_DEPTH = 10;
@@ -283,7 +293,7 @@ export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: n
   const step = run.definition[run.cursor] as HttpStep;
   // Within the step's and the run's bounds on stored outputs (see outputs.ts).
   const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
-  const attempt_count = run.steps[run.cursor].attempt_count + 1;
+  const attempt_count = attemptCountOf(run.steps[run.cursor]) + 1;
   if (result.ok) return advance(run, { output, error: null, attempt_count }, c);
   if (attempt_count > step.retries) return fail(run, result.error ?? "failed", c, { output, attempt_count });
   const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempt_count) };

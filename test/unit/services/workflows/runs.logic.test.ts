@@ -15,6 +15,7 @@ import {
   published,
   reject,
   retryDelay,
+  runView,
   updateOf,
   wait,
   type Clock,
@@ -182,6 +183,19 @@ describe("an http step", () => {
     expect(parked.outbox).toEqual([]);
     expect(parked.lease).toBeUndefined();
     expect(parked.due_at).toBeUndefined();
+  });
+
+  it("counts the tries of a run stored before attempts was named attempt_count, and shows it under the new name", () => {
+    const legacy = {
+      ...running,
+      steps: running.steps.map(({ attempt_count: _c, ...s }, i) => ({ ...s, attempts: i === 0 ? 2 : 0 })),
+    } as unknown as RunDoc;
+    const write = attempted(legacy, { ok: false, output: null, error: "timed out" }, at(T0 + 50), 1_000);
+    expect(apply(legacy, write).steps[0]).toMatchObject({ status: "failed", attempt_count: 3 });
+    const view = runView(legacy);
+    expect(view.steps[0]).toEqual(expect.objectContaining({ attempt_count: 2 }));
+    expect(view.steps[0]).not.toHaveProperty("attempts");
+    expect(view.object).toBe("run");
   });
 
   it("a template that reads a truncated output fails the step for good", () => {
