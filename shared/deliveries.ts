@@ -25,7 +25,7 @@ export const SECRET_PREFIX = "whsec_";
 export const ATTEMPTS_PER_SERIES = 5;
 
 /** A delivery as stored: what the API shows (shared/wire.ts) and the fields that run the attempts. */
-export interface DeliveryDoc extends Delivery {
+export interface DeliveryDoc extends Omit<Delivery, "object"> {
   org_id: string;
   /** Index in `attempts` where the current series began. */
   series_start: number;
@@ -37,7 +37,10 @@ export interface DeliveryDoc extends Delivery {
 
 export type DeliveryView = Delivery;
 
-export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => view;
+export const deliveryView = ({ org_id: _o, due_at: _d, lease: _l, series_start: _s, ...view }: DeliveryDoc): DeliveryView => ({
+  object: "delivery",
+  ...view,
+});
 
 /** The delivery log: owned by the webhook dispatcher, read by the webhooks service's API and by events' retention. */
 export const DELIVERIES = collectionSpec<DeliveryDoc>("webhook_deliveries", [

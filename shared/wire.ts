@@ -8,6 +8,16 @@ import type { Environment } from "./storage/types";
  * nothing that needs Node, so the dashboard's bundle takes nothing of the server with them.
  */
 
+/**
+ * A list's answer: `{object: "list", data: [...], meta}`: `meta` as the spec fixes it (`total`,
+ * `page`, `per_page`) when read by page, or `total`, `limit`, `has_more` when read by cursor.
+ */
+export interface List<T> {
+  object: "list";
+  data: T[];
+  meta: PageMeta | CursorMeta;
+}
+
 /** A list's `meta` when it is read by page (`?page=&per_page=`). */
 export interface PageMeta {
   total: number;
@@ -55,6 +65,7 @@ export interface ApiKey {
 export type NewApiKey = ApiKey & { key: string };
 
 export interface Webhook {
+  object: "webhook";
   id: string;
   environment: Environment;
   url: string;
@@ -76,6 +87,7 @@ export type WebhookWithSecret = Webhook & { secret: string };
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
+/** One try at sending a delivery: a delivery's `attempts` lists them (a run step counts its own in `attempt_count`). */
 export interface Attempt {
   number: number;
   at: string;
@@ -85,6 +97,7 @@ export interface Attempt {
 }
 
 export interface Delivery {
+  object: "delivery";
   id: string;
   environment: Environment;
   webhook_id: string;
@@ -98,6 +111,7 @@ export interface Delivery {
 }
 
 export interface PlatformEvent {
+  object: "event";
   id: string;
   environment: Environment;
   type: string;
@@ -120,6 +134,7 @@ export interface UsageBucket {
 }
 
 export interface UsageReport {
+  object: "usage_report";
   from: string;
   to: string;
   granularity: "hour" | "day";
@@ -132,13 +147,14 @@ export interface Outcomes {
   total: number;
   by_status: Record<string, number>;
   success_rate: number | null;
-  /** Webhooks only: the attempts made, and the success rate of the deliveries that settled. */
-  attempts?: { total: number; succeeded: number; failed: number };
+  /** Webhooks only: how many attempts were made and how they ended, and the success rate of the deliveries that settled. */
+  attempt_counts?: { total: number; succeeded: number; failed: number };
   delivery_success_rate?: number | null;
 }
 
 /** GET /analytics/workflows and /analytics/webhooks: the window's outcomes, in all and per workflow or webhook. */
 export type OutcomeReport = Outcomes & {
+  object: "outcome_report";
   from: string;
   to: string;
   workflows?: (Outcomes & { workflow_id: string })[];
@@ -178,6 +194,7 @@ export interface EmitStep {
 export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
 
 export interface Workflow {
+  object: "workflow";
   id: string;
   environment: Environment;
   name: string;
@@ -203,7 +220,8 @@ export interface RunStep {
   status: StepStatus;
   output: unknown;
   error: string | null;
-  attempts: number;
+  /** How many times the step was tried (a delivery's `attempts` is the list of its tries). */
+  attempt_count: number;
   started_at: string | null;
   finished_at: string | null;
 }
@@ -211,6 +229,7 @@ export interface RunStep {
 export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
 
 export interface Run {
+  object: "run";
   id: string;
   environment: Environment;
   workflow_id: string;
@@ -222,4 +241,18 @@ export interface Run {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+}
+
+/** GET /events/types: a type the platform emits, or a custom one this environment has emitted. */
+export type EventType =
+  | { object: "event_type"; type: string; description: string; system: true }
+  | { object: "event_type"; type: string; description: null; system: false; first_seen_at: string };
+
+/** GET /orgs/{id}/environments: the two every organization has. */
+export interface EnvironmentInfo {
+  object: "environment";
+  id: Environment;
+  org_id: string;
+  name: string;
+  description: string;
 }

@@ -287,7 +287,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const status = route.status ?? 200;
       // A list's meta is all its action answers besides the items (see ListResult).
       const { items, ...listMeta } = route.list ? data : { items: undefined };
-      const envelope = route.list ? { data: items, meta: listMeta } : { data };
+      const envelope = route.list ? { object: "list", data: items, meta: listMeta } : { data };
       if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
       return { status, body: envelope };
     },

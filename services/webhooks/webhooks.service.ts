@@ -1,7 +1,7 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/context";
 import { DELIVERIES, deliveryView, type DeliveryDoc, type DeliveryView } from "../../shared/deliveries";
-import { ApiError, notFound, refuseNulls } from "../../shared/errors";
+import { ApiError, notFound } from "../../shared/errors";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
@@ -27,7 +27,6 @@ import {
   deliveryParams,
   idParams,
   listParams,
-  NOT_NULL,
   outcomeParams,
   subscribersParams,
   targetParams,
@@ -126,7 +125,6 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>): Promise<WebhookView> {
-        refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const { url, events, description, rate_limit, status } = ctx.params;
