@@ -203,8 +203,8 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     const okSchema: Json = route.list
       ? {
           type: "object",
-          properties: { data: { type: "array", items: data }, meta: schemaRef("ListMeta") },
-          required: ["data", "meta"],
+          properties: { object: { type: "string", const: "list" }, data: { type: "array", items: data }, meta: schemaRef("ListMeta") },
+          required: ["object", "data", "meta"],
           additionalProperties: false,
         }
       : { type: "object", properties: { data }, required: ["data"], additionalProperties: false };

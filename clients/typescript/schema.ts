@@ -771,7 +771,7 @@ export interface components {
     /** Event */
     Event: {
       /** @constant */
-      object?: "event";
+      object: "event";
       /** @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -791,12 +791,16 @@ export interface components {
     };
     /** EventType */
     EventType: {
+      /** @constant */
+      object: "event_type";
       /** @example order.created */
       type: string;
+      /** @description A system type's meaning; null for custom types */
       description: string | null;
       system: boolean;
       /**
        * Format: date-time
+       * @description Custom types: when this environment first emitted it
        * @example 2026-11-23T10:00:00.000Z
        */
       first_seen_at?: string;
@@ -804,7 +808,7 @@ export interface components {
     /** Webhook */
     Webhook: {
       /** @constant */
-      object?: "webhook";
+      object: "webhook";
       /** @example wh_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -849,7 +853,7 @@ export interface components {
     /** Delivery */
     Delivery: {
       /** @constant */
-      object?: "delivery";
+      object: "delivery";
       /** @example del_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -965,7 +969,7 @@ export interface components {
     /** Workflow */
     Workflow: {
       /** @constant */
-      object?: "workflow";
+      object: "workflow";
       /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -997,7 +1001,8 @@ export interface components {
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
       error: string | null;
-      attempts: number;
+      /** @description How many times the step was tried */
+      attempt_count: number;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1012,7 +1017,7 @@ export interface components {
     /** Run */
     Run: {
       /** @constant */
-      object?: "run";
+      object: "run";
       /** @example run_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -1057,6 +1062,8 @@ export interface components {
     };
     /** UsageReport */
     UsageReport: {
+      /** @constant */
+      object: "usage_report";
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1093,7 +1100,7 @@ export interface components {
       };
       success_rate: number | null;
       /** AttemptCounts */
-      attempts?: {
+      attempt_counts?: {
         total: number;
         succeeded: number;
         failed: number;
@@ -1101,6 +1108,8 @@ export interface components {
       delivery_success_rate?: number | null;
     };
     OutcomeReport: {
+      /** @constant */
+      object: "outcome_report";
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1171,7 +1180,7 @@ export interface components {
     /** WebhookWithSecret */
     WebhookWithSecret: {
       /** @constant */
-      object?: "webhook";
+      object: "webhook";
       /** @example wh_01jdx3kq9v7c2m5n8p4r6t0w1y */
       id: string;
       /** @enum {string} */
@@ -1714,7 +1723,13 @@ export interface operations {
   };
   orgsEnvironments: {
     parameters: {
-      query?: never;
+      query?: {
+        page?: number;
+        per_page?: number;
+        limit?: number;
+        starting_after?: string;
+        ending_before?: string;
+      };
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
@@ -1740,6 +1755,7 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
            *           "object": "environment",
@@ -1755,6 +1771,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Environment"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -1804,6 +1822,7 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
            *           "object": "member",
@@ -1821,6 +1840,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Member"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -2066,6 +2087,7 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
            *           "object": "api_key",
@@ -2090,6 +2112,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["ApiKey"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -2348,8 +2372,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "event",
            *           "id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "type": "order.created",
@@ -2364,6 +2390,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Event"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -2430,6 +2458,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "event",
            *         "id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "type": "order.created",
@@ -2459,6 +2488,9 @@ export interface operations {
       query?: {
         page?: number;
         per_page?: number;
+        limit?: number;
+        starting_after?: string;
+        ending_before?: string;
       };
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
@@ -2482,8 +2514,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "event_type",
            *           "type": "order.created",
            *           "description": "x",
            *           "system": true,
@@ -2496,6 +2530,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["EventType"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -2539,6 +2575,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "event",
            *         "id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "type": "order.created",
@@ -2596,8 +2633,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "workflow",
            *           "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "name": "x",
@@ -2629,6 +2668,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Workflow"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -2673,7 +2714,7 @@ export interface operations {
          */
         "application/json": {
           name: string;
-          description?: string;
+          description?: string | null;
           /** @enum {string} */
           status?: "active" | "inactive";
           trigger: components["schemas"]["Trigger"];
@@ -2699,6 +2740,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "workflow",
            *         "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "name": "x",
@@ -2769,6 +2811,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "workflow",
            *         "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "name": "x",
@@ -2839,6 +2882,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "workflow",
            *         "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "name": "x",
@@ -2923,6 +2967,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "workflow",
            *         "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "name": "x",
@@ -3000,8 +3045,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "run",
            *           "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3015,7 +3062,7 @@ export interface operations {
            *               "status": "pending",
            *               "output": {},
            *               "error": "x",
-           *               "attempts": 0,
+           *               "attempt_count": 0,
            *               "started_at": "2026-11-23T10:00:00.000Z",
            *               "finished_at": "2026-11-23T10:00:00.000Z"
            *             }
@@ -3034,6 +3081,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Run"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -3091,6 +3140,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "run",
            *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3104,7 +3154,7 @@ export interface operations {
            *             "status": "pending",
            *             "output": {},
            *             "error": "x",
-           *             "attempts": 0,
+           *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z"
            *           }
@@ -3165,6 +3215,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "run",
            *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3178,7 +3229,7 @@ export interface operations {
            *             "status": "pending",
            *             "output": {},
            *             "error": "x",
-           *             "attempts": 0,
+           *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z"
            *           }
@@ -3241,6 +3292,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "run",
            *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3254,7 +3306,7 @@ export interface operations {
            *             "status": "pending",
            *             "output": {},
            *             "error": "x",
-           *             "attempts": 0,
+           *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z"
            *           }
@@ -3318,6 +3370,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "run",
            *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3331,7 +3384,7 @@ export interface operations {
            *             "status": "pending",
            *             "output": {},
            *             "error": "x",
-           *             "attempts": 0,
+           *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z"
            *           }
@@ -3395,6 +3448,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "run",
            *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
@@ -3408,7 +3462,7 @@ export interface operations {
            *             "status": "pending",
            *             "output": {},
            *             "error": "x",
-           *             "attempts": 0,
+           *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z"
            *           }
@@ -3469,6 +3523,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "usage_report",
            *         "from": "2026-11-23T10:00:00.000Z",
            *         "to": "2026-11-23T10:00:00.000Z",
            *         "granularity": "hour",
@@ -3531,6 +3586,7 @@ export interface operations {
            *         "total": 0,
            *         "by_status": {},
            *         "success_rate": 1,
+           *         "object": "outcome_report",
            *         "from": "2026-11-23T10:00:00.000Z",
            *         "to": "2026-11-23T10:00:00.000Z"
            *       }
@@ -3582,6 +3638,7 @@ export interface operations {
            *         "total": 0,
            *         "by_status": {},
            *         "success_rate": 1,
+           *         "object": "outcome_report",
            *         "from": "2026-11-23T10:00:00.000Z",
            *         "to": "2026-11-23T10:00:00.000Z"
            *       }
@@ -3633,8 +3690,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "webhook",
            *           "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "url": "https://example.com/webhooks",
@@ -3656,6 +3715,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Webhook"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -3718,7 +3779,7 @@ export interface operations {
                     | "workflow.chain_limited"
                   )
               )[];
-          description?: string;
+          description?: string | null;
           rate_limit?: number | null;
         };
       };
@@ -3741,6 +3802,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "webhook",
            *         "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "url": "https://example.com/webhooks",
@@ -3802,6 +3864,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "webhook",
            *         "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "url": "https://example.com/webhooks",
@@ -3862,6 +3925,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "webhook",
            *         "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "url": "https://example.com/webhooks",
@@ -3965,6 +4029,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "webhook",
            *         "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "url": "https://example.com/webhooks",
@@ -4030,6 +4095,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "webhook",
            *         "id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "url": "https://example.com/webhooks",
@@ -4098,8 +4164,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "delivery",
            *           "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "webhook_id": "x",
@@ -4126,6 +4194,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Delivery"][];
             meta: components["schemas"]["ListMeta"];
           };
@@ -4172,6 +4242,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "delivery",
            *         "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "webhook_id": "x",
@@ -4242,6 +4313,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "delivery",
            *         "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "webhook_id": "x",
@@ -4368,6 +4440,7 @@ export interface operations {
           /**
            * @example {
            *       "data": {
+           *         "object": "delivery",
            *         "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "environment": "live",
            *         "webhook_id": "x",
@@ -4439,8 +4512,10 @@ export interface operations {
         content: {
           /**
            * @example {
+           *       "object": "list",
            *       "data": [
            *         {
+           *           "object": "delivery",
            *           "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "environment": "live",
            *           "webhook_id": "x",
@@ -4467,6 +4542,8 @@ export interface operations {
            *     }
            */
           "application/json": {
+            /** @constant */
+            object: "list";
             data: components["schemas"]["Delivery"][];
             meta: components["schemas"]["ListMeta"];
           };
