@@ -1,6 +1,7 @@
 import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "../shared/errors";
+import { MAX_COUNTED } from "../shared/pagination";
 import { QUOTAS } from "../shared/quotas";
 import { idOf, REQUEST_COMPONENTS, REQUEST_RULES, RESOURCES } from "../shared/schemas";
 import { SCOPES } from "../shared/scopes";
@@ -107,6 +108,15 @@ const tagOf = (route: RouteDef) => TAGS[route.path.split("/")[1]].name;
 const schemaRef = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
+/** The list parameters, the same on every list. */
+const QUERY_DOCS: Record<string, string> = {
+  page: `Offset paging: the page, from 1 (page × per_page ≤ ${MAX_COUNTED}). Offsets drift when items are added between reads; cursors do not`,
+  per_page: "Offset paging: items per page",
+  limit: "Cursor paging: items per page (with starting_after or ending_before, or alone for the first page)",
+  starting_after: "Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more",
+  ending_before: "Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more",
+};
+
 /** Statuses every error answer may take, with what causes them (each answers the Error schema). */
 const ERROR_STATUSES: Record<string, string> = {
   "400": `Invalid parameters, body or Service-Version, or a count quota reached (\`quota_exceeded\`: ${QUOTAS.webhooks_per_environment} webhooks, ${QUOTAS.active_api_keys_per_environment} active keys, ${QUOTAS.workflows_per_environment} workflows per environment)`,
@@ -186,7 +196,15 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     let requestBody: Json | undefined;
     if (route.method === "GET" || route.method === "DELETE") {
       for (const [name, rule] of Object.entries(rest)) {
-        if (!name.startsWith("$$")) parameters.push({ name, in: "query", required: !isOptional(rule), schema: fieldSchema(name, rule) });
+        if (name.startsWith("$$")) continue;
+        const description = QUERY_DOCS[name];
+        parameters.push({
+          name,
+          in: "query",
+          required: !isOptional(rule),
+          ...(description && { description }),
+          schema: fieldSchema(name, rule),
+        });
       }
     } else if (Object.keys(rest).some((name) => !name.startsWith("$$"))) {
       const body = { type: "object", ...objectOf(rest) } as unknown as Json & { properties: Record<string, Json> };

@@ -1724,10 +1724,15 @@ export interface operations {
   orgsEnvironments: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
       };
       header?: {
@@ -1791,10 +1796,15 @@ export interface operations {
   orgsListMembers: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
       };
       header?: {
@@ -2059,10 +2069,15 @@ export interface operations {
   keysList: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
       };
       header?: {
@@ -2343,10 +2358,15 @@ export interface operations {
   eventsList: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         type?: string;
       };
@@ -2486,10 +2506,15 @@ export interface operations {
   eventsTypes: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
       };
       header?: {
@@ -2603,10 +2628,15 @@ export interface operations {
   workflowsList: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         status?: "active" | "inactive";
         trigger_event_type?: string;
@@ -3013,10 +3043,15 @@ export interface operations {
   workflowsListRuns: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
       };
@@ -3661,10 +3696,15 @@ export interface operations {
   webhooksList: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         status?: "enabled" | "disabled";
       };
@@ -4132,10 +4172,15 @@ export interface operations {
   webhooksDeliveries: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         status?: "pending" | "succeeded" | "failed";
       };
@@ -4481,10 +4526,15 @@ export interface operations {
   webhookDispatcherListenerDeliveries: {
     parameters: {
       query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
+        /** @description Offset paging: items per page */
         per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
         starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
       };
       header?: {
