@@ -182,7 +182,11 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     const rules = REQUEST_RULES[route.action] ?? {};
     const fieldSchema = (name: string, rule: unknown): Json => {
       const own = jsonSchemaOf(rule);
-      return rules[name] ? { ...rules[name], ...(own.default !== undefined && { default: own.default }) } : own;
+      const logic = rules[name];
+      if (!logic) return own;
+      // The params say whether null is accepted (and the default): the logic's rule says the rest.
+      const orNull = Array.isArray(own.type) && own.type.includes("null") && typeof logic.type === "string";
+      return { ...logic, ...(orNull && { type: [logic.type, "null"] }), ...(own.default !== undefined && { default: own.default }) };
     };
     const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
     const rest = Object.fromEntries(Object.entries(params).filter(([name]) => !inPath.includes(name)));

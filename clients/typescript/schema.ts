@@ -2177,7 +2177,7 @@ export interface operations {
            * @description In the future, and no later than the calling key's own expiry
            * @example 2026-11-23T10:00:00.000Z
            */
-          expires_at?: string;
+          expires_at?: string | null;
         };
       };
     };

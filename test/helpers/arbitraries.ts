@@ -104,7 +104,7 @@ export type Broken = { body: Record<string, unknown>; how: string };
 
 /**
  * A body the schema refuses, made from a valid one: a required field left out, an unknown field
- * added, or a field of the wrong kind.
+ * added, a field of the wrong kind, or null where the schema does not allow it.
  */
 export function brokenOf(schema: Json, g: Generation, valid: Record<string, unknown>): fc.Arbitrary<Broken> {
   const s = resolve(schema, g);
@@ -117,6 +117,9 @@ export function brokenOf(schema: Json, g: Generation, valid: Record<string, unkn
   for (const [name, prop] of Object.entries<Json>(s.properties ?? {})) {
     const bad = wrongKind(prop, g);
     if (bad !== undefined) choices.push({ body: { ...valid, [name]: bad }, how: `with ${name}: ${JSON.stringify(bad)}` });
+    const p = resolve(prop, g);
+    const nullable = p.type === "null" || (Array.isArray(p.type) && p.type.includes("null")) || p.type === undefined;
+    if (!nullable) choices.push({ body: { ...valid, [name]: null }, how: `with ${name}: null` });
   }
   return fc.constantFrom(...choices);
 }
