@@ -1,4 +1,4 @@
-import type { BrokerOptions } from "moleculer";
+import { Validators, type BrokerOptions } from "moleculer";
 import type { Settings } from "./shared/config";
 import { jsonLines } from "./shared/log-format";
 import { MsgpackrSerializer } from "./shared/serializer";
@@ -23,6 +23,40 @@ export const countsAgainstNode = (err: unknown): boolean => {
   return typeof e?.code === "number" && e.code >= 500 && e.type !== "storage_unavailable" && e.type !== "service_unavailable";
 };
 
+type Rule = Record<string, unknown>;
+
+/** A copy of a rule in which every rule that does not say `nullable: true` refuses null (see NullRefusingValidator). */
+function refusingNull(rule: unknown): unknown {
+  if (Array.isArray(rule)) return rule.map(refusingNull);
+  if (rule === null || typeof rule !== "object" || rule instanceof RegExp) return rule;
+  const r = rule as Rule;
+  return {
+    ...r,
+    ...(r.nullable !== true && { nullable: false }),
+    ...(r.props !== undefined && { props: propsRefusingNull(r.props as Rule) }),
+    ...(r.items !== undefined && { items: refusingNull(r.items) }),
+    ...(Array.isArray(r.rules) && { rules: r.rules.map(refusingNull) }),
+  };
+}
+function propsRefusingNull(schema: Rule): Rule {
+  return Object.fromEntries(Object.entries(schema).map(([name, rule]) => [name, name.startsWith("$$") ? rule : refusingNull(rule)]));
+}
+
+/**
+ * fastest-validator treats `null` as "absent" on any optional field, so `{"description": null}` on
+ * a create read as no description and `{"events": null}` on a PATCH as "keep them". Here null is a
+ * value like any other: refused (a `required` error carrying `actual: null`, which the gateway
+ * words as "cannot be null") unless the rule says `nullable: true`.
+ */
+export class NullRefusingValidator extends Validators.Fastest {
+  constructor() {
+    super({ considerNullAsAValue: true } as ConstructorParameters<typeof Validators.Fastest>[0]);
+  }
+  override compile(schema: Record<string, unknown>) {
+    return super.compile(propsRefusingNull(schema));
+  }
+}
+
 /**
  * Broker options, set deliberately: Moleculer's defaults are no request timeout, no retries and no
  * circuit breaker. Calls are not retried by the broker (most actions are not idempotent; clients
@@ -35,6 +69,7 @@ export function brokerOptions(settings: Settings, overrides: Partial<BrokerOptio
     nodeID: settings.nodeId,
     transporter: settings.transporter ? new BatchingNatsTransporter(natsOptions(settings.transporter, settings.nats)) : undefined,
     serializer: new MsgpackrSerializer(),
+    validator: new NullRefusingValidator(),
     logger: settings.logLevel === false ? false : { type: "Console", options: { formatter: jsonLines, level: settings.logLevel } },
     // Time-outs and the breaker guard remote calls; in one process a call cannot be lost in transit,
     // and their per-call timers cost ~8 % of the gateway's CPU.

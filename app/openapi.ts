@@ -2,13 +2,18 @@ import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "../shared/errors";
 import { MAX_COUNTED } from "../shared/pagination";
+import { QUOTAS } from "../shared/quotas";
+import { idOf, REQUEST_COMPONENTS, REQUEST_RULES, RESOURCES } from "../shared/schemas";
 import { SCOPES } from "../shared/scopes";
-import { LATEST_VERSION } from "../shared/versions";
+import { API_VERSIONS, LATEST_VERSION } from "../shared/versions";
+import { matchRoute } from "../services/gateway/routes";
 
 /**
  * The API reference (OpenAPI 3.1), made from the gateway's route table and each action's
  * fastest-validator schema, so it cannot drift from what the gateway routes and validates: a route
- * added to the table is in it, with the parameters its action accepts.
+ * added to the table is in it, with the parameters its action accepts. What `data` holds and the
+ * rules the actions check in their logic come from shared/schemas.ts (one definition, which every
+ * API test checks live answers against).
  */
 type Json = Record<string, unknown>;
 
@@ -18,17 +23,23 @@ export function jsonSchemaOf(rule: unknown): Json {
   const r = rule as Json & { type?: string };
   const common: Json = {};
   if (r.default !== undefined) common.default = r.default;
-  if (r.nullable) common.nullable = true;
+  const orNull = (schema: Json): Json => (r.nullable && schema.type !== undefined ? { ...schema, type: [schema.type, "null"] } : schema);
+  return orNull(ruleSchema(r, common));
+}
+
+function ruleSchema(r: Json & { type?: string }, common: Json): Json {
   switch (r.type) {
     case "string":
       return {
         type: "string",
         ...(r.min !== undefined && { minLength: r.min }),
         ...(r.max !== undefined && { maxLength: r.max }),
+        // A trimmed string is measured after trimming: it needs something besides spaces.
+        ...(r.pattern instanceof RegExp ? patternOf(r.pattern) : r.trim === true && r.min !== undefined ? { pattern: "\\S" } : {}),
         ...common,
       };
     case "email":
-      return { type: "string", format: "email", ...common };
+      return { type: "string", format: "email", ...(r.max !== undefined && { maxLength: r.max }), ...common };
     case "number":
       return {
         type: r.integer ? "integer" : "number",
@@ -39,7 +50,7 @@ export function jsonSchemaOf(rule: unknown): Json {
     case "boolean":
       return { type: "boolean", ...common };
     case "enum":
-      return { type: "string", enum: r.values, ...common };
+      return { type: "string", enum: r.nullable ? [...(r.values as unknown[]), null] : r.values, ...common };
     case "array":
       return {
         type: "array",
@@ -50,11 +61,17 @@ export function jsonSchemaOf(rule: unknown): Json {
       };
     case "object": {
       const props = (r.props ?? {}) as Json;
-      return { type: "object", ...(r.props !== undefined && objectOf(props)), ...common };
+      return { type: "object", ...(r.props !== undefined ? objectOf(props) : { additionalProperties: true }), ...common };
     }
     default:
       return { ...common };
   }
+}
+
+/** A pattern, with an example when it is an id's (the document's examples must match their schemas). */
+function patternOf(pattern: RegExp): Json {
+  const id = /^\^(\w+)_\[0-9a-z\]\{26\}\$$/.exec(pattern.source);
+  return id ? idOf(id[1]) : { pattern: pattern.source };
 }
 
 const isOptional = (rule: unknown): boolean =>
@@ -76,6 +93,80 @@ const operationId = (route: RouteDef) => route.action.replace(/[.-](\w)/g, (_m, 
 const actionsOf = (schema: Partial<ServiceSchema<any, any, any>>): Record<string, unknown> =>
   Object.assign({}, ...[...(schema.mixins ?? [])].reverse().map(actionsOf), schema.actions);
 
+const TAGS: Record<string, { name: string; description: string }> = {
+  me: { name: "Organizations", description: "Who a key is, organizations, their members and environments" },
+  orgs: { name: "Organizations", description: "Who a key is, organizations, their members and environments" },
+  "api-keys": { name: "API keys", description: "Keys, their scopes and environments" },
+  events: { name: "Events", description: "The event log and its type catalogue" },
+  workflows: { name: "Workflows", description: "Workflow definitions and their runs" },
+  analytics: { name: "Analytics", description: "Usage and outcome counters by window" },
+  webhooks: { name: "Webhooks", description: "Webhook endpoints and their delivery log" },
+  listen: { name: "Listen", description: "The CLI's `listen --forward-to`: signed deliveries streamed to a developer's machine" },
+};
+const tagOf = (route: RouteDef) => TAGS[route.path.split("/")[1]].name;
+
+const schemaRef = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
+
+/** The list parameters, the same on every list. */
+const QUERY_DOCS: Record<string, string> = {
+  page: `Offset paging: the page, from 1 (page × per_page ≤ ${MAX_COUNTED}). Offsets drift when items are added between reads; cursors do not`,
+  per_page: "Offset paging: items per page",
+  limit: "Cursor paging: items per page (with starting_after or ending_before, or alone for the first page)",
+  starting_after: "Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more",
+  ending_before: "Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more",
+};
+
+/** Statuses every error answer may take, with what causes them (each answers the Error schema). */
+const ERROR_STATUSES: Record<string, string> = {
+  "400": `Invalid parameters, body or Service-Version, or a count quota reached (\`quota_exceeded\`: ${QUOTAS.webhooks_per_environment} webhooks, ${QUOTAS.active_api_keys_per_environment} active keys, ${QUOTAS.workflows_per_environment} workflows per environment)`,
+  "401": "No key, or an unknown, revoked or expired one",
+  "403": "The key lacks the operation's scope",
+  "404": "No such resource in the key's environment",
+  "409": "An Idempotency-Key reused with another request or still in flight, or the resource's state forbids it",
+  "413": "The body is over 1 MiB",
+  "415": "A body that is not `application/json`",
+  "429": "Over the key's, organization's or address's request budget: wait Retry-After seconds",
+  "503": "The platform cannot serve it now (a service or the store is unreachable): retry after Retry-After seconds",
+};
+
+/**
+ * A value that satisfies `schema`: its first example, const, enum value or default, or one built from
+ * its parts; the document's examples are made so, so they cannot disagree with the schemas.
+ */
+export function exampleOf(schema: Json | undefined, schemas: Record<string, Json>): unknown {
+  if (schema === undefined) return {};
+  if (typeof schema.$ref === "string") return exampleOf(schemas[schema.$ref.split("/").pop() as string], schemas);
+  if (Array.isArray(schema.examples)) return schema.examples[0];
+  if ("const" in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  if (schema.default !== undefined) return schema.default;
+  for (const key of ["oneOf", "anyOf"] as const) if (Array.isArray(schema[key])) return exampleOf((schema[key] as Json[])[0], schemas);
+  const merged = Array.isArray(schema.allOf)
+    ? Object.assign({}, ...(schema.allOf as Json[]).map((part) => exampleOf(part, schemas)))
+    : undefined;
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === "object" || schema.properties || merged) {
+    const props = (schema.properties ?? {}) as Record<string, Json>;
+    const required = new Set((schema.required ?? []) as string[]);
+    const own = Object.entries(props).filter(([name]) => required.has(name) || props[name].examples !== undefined);
+    return { ...merged, ...Object.fromEntries(own.map(([name, prop]) => [name, exampleOf(prop, schemas)])) };
+  }
+  if (type === "array") {
+    const n = Math.max(1, (schema.minItems as number | undefined) ?? 0);
+    return Array.from({ length: n }, () => exampleOf(schema.items as Json, schemas));
+  }
+  if (type === "integer" || type === "number") return (schema.minimum as number | undefined) ?? 1;
+  if (type === "boolean") return true;
+  if (type === "string") {
+    if (schema.format === "date-time") return "2026-11-23T10:00:00.000Z";
+    if (schema.format === "email") return "ada@example.com";
+    return "x".repeat(Math.max(1, (schema.minLength as number | undefined) ?? 1));
+  }
+  if (type === "null") return null;
+  return {};
+}
+
 export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Record<string, ServiceSchema<any, any, any>>>): Json {
   const actions = new Map<string, Json>();
   for (const schema of Object.values(schemas)) {
@@ -84,55 +175,114 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       if (params) actions.set(`${schema!.name}.${name}`, params);
     }
   }
+  const components: Record<string, Json> = { ...RESOURCES, ...REQUEST_COMPONENTS, Error: ERROR_SCHEMA };
   const paths: Record<string, Json> = {};
   for (const route of routes) {
     const params = actions.get(route.action) ?? {};
+    const rules = REQUEST_RULES[route.action] ?? {};
+    const fieldSchema = (name: string, rule: unknown): Json => {
+      const own = jsonSchemaOf(rule);
+      const logic = rules[name];
+      if (!logic) return own;
+      // The params say whether null is accepted (and the default): the logic's rule says the rest.
+      const orNull = Array.isArray(own.type) && own.type.includes("null") && typeof logic.type === "string";
+      return { ...logic, ...(orNull && { type: [logic.type, "null"] }), ...(own.default !== undefined && { default: own.default }) };
+    };
     const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
     const rest = Object.fromEntries(Object.entries(params).filter(([name]) => !inPath.includes(name)));
-    const parameters: Json[] = inPath.map((name) => ({ name, in: "path", required: true, schema: jsonSchemaOf(params[name] ?? "string") }));
+    const parameters: Json[] = inPath.map((name) => ({
+      name,
+      in: "path",
+      required: true,
+      description: name === "id" ? "The resource's id" : `The ${name.replace("_id", "")}'s id`,
+      schema: jsonSchemaOf(params[name] ?? "string"),
+    }));
     let requestBody: Json | undefined;
     if (route.method === "GET" || route.method === "DELETE") {
       for (const [name, rule] of Object.entries(rest)) {
-        if (!name.startsWith("$$")) parameters.push({ name, in: "query", required: !isOptional(rule), schema: jsonSchemaOf(rule) });
+        if (name.startsWith("$$")) continue;
+        const description = QUERY_DOCS[name];
+        parameters.push({
+          name,
+          in: "query",
+          required: !isOptional(rule),
+          ...(description && { description }),
+          schema: fieldSchema(name, rule),
+        });
       }
     } else if (Object.keys(rest).some((name) => !name.startsWith("$$"))) {
+      const body = { type: "object", ...objectOf(rest) } as unknown as Json & { properties: Record<string, Json> };
+      for (const [name, rule] of Object.entries(rest)) if (!name.startsWith("$$")) body.properties[name] = fieldSchema(name, rule);
       requestBody = {
         required: Object.entries(rest).some(([n, r]) => !n.startsWith("$$") && !isOptional(r)),
-        content: { "application/json": { schema: { type: "object", ...objectOf(rest) } } },
+        content: { "application/json": { schema: body, example: exampleOf(body, components) } },
       };
     }
+    parameters.push({ $ref: "#/components/parameters/ServiceVersion" });
+    if (route.method === "POST") parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
     const status = String(route.status ?? 200);
+    const data = route.resource ? schemaRef(route.resource) : {};
+    const okSchema: Json = route.list
+      ? {
+          type: "object",
+          properties: { object: { type: "string", const: "list" }, data: { type: "array", items: data }, meta: schemaRef("ListMeta") },
+          required: ["object", "data", "meta"],
+          additionalProperties: false,
+        }
+      : { type: "object", properties: { data }, required: ["data"], additionalProperties: false };
+    const location = route.status === 201 && matchRoute("GET", `${route.path.replace(/\{\w+\}/g, "x")}/x`).route !== undefined;
+    const okHeaders: Json = {
+      "Request-Id": header("RequestId"),
+      "Service-Version": header("ServiceVersion"),
+      "RateLimit-Limit": header("RateLimitLimit"),
+      "RateLimit-Remaining": header("RateLimitRemaining"),
+      "RateLimit-Reset": header("RateLimitReset"),
+      ...(route.method === "POST" && { "Idempotent-Replayed": header("IdempotentReplayed") }),
+      ...(location && { Location: header("Location") }),
+      ...(route.secret && { "Secret-Redacted": header("SecretRedacted") }),
+    };
+    const errors = Object.keys(ERROR_STATUSES).filter(
+      (code) =>
+        (code !== "403" || route.scope !== null) && (code !== "404" || inPath.length > 0) && (code !== "409" || route.method !== "GET"),
+    );
     paths[route.path] ??= {};
     paths[route.path][route.method.toLowerCase()] = {
       operationId: operationId(route),
+      tags: [tagOf(route)],
       summary: `${route.method} ${route.path}`,
       description: route.scope === null ? "Any valid key." : `Needs the \`${route.scope}\` scope.`,
       security: [{ bearer: route.scope === null ? [] : [route.scope] }],
-      ...(parameters.length > 0 && { parameters }),
+      parameters,
       ...(requestBody && { requestBody }),
       responses: {
         [status]: route.stream
           ? {
               description:
                 "Server-Sent Events: `session` (id, secret, tenant, types) first, then one `delivery` (id, event_id, event_type, headers, body) per event",
-              content: { "text/event-stream": { schema: { type: "string" } } },
+              headers: { "Request-Id": header("RequestId") },
+              content: { "text/event-stream": { schema: { type: "string" }, example: "event: session\ndata: {}\n\n" } },
             }
           : {
-              description: "OK",
-              content: { "application/json": { schema: { $ref: route.list ? "#/components/schemas/List" : "#/components/schemas/Item" } } },
+              description: route.status === 201 ? "Created" : "OK",
+              headers: okHeaders,
+              content: { "application/json": { schema: okSchema, example: exampleOf(okSchema, components) } },
             },
-        default: { description: "An error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+        ...Object.fromEntries(errors.map((code) => [code, { $ref: `#/components/responses/E${code}` }])),
       },
     };
   }
+  const usedTags = [...new Set(routes.map(tagOf))];
   return {
     openapi: "3.1.0",
     info: {
       title: "Workflow automation platform API",
       version: LATEST_VERSION,
-      description: "Send `Authorization: Bearer <key>`; `Service-Version` pins the API version.",
+      description:
+        "Send `Authorization: Bearer <key>`; `Service-Version` pins the API version. A path that exists for other methods answers 405 with an `Allow` header listing them.",
+      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
-    servers: [{ url: "/v1" }],
+    servers: [{ url: "/v1", description: "The API lives under /v1 of the server's address" }],
+    tags: usedTags.map((name) => ({ name, description: Object.values(TAGS).find((t) => t.name === name)!.description })),
     paths,
     components: {
       securitySchemes: {
@@ -142,45 +292,97 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
           description: `API keys (svc_live_…, svc_test_…). Scopes: ${Object.keys(SCOPES).join(", ")}`,
         },
       },
-      schemas: {
-        Item: { type: "object", properties: { data: { type: "object" } }, required: ["data"] },
-        List: {
-          type: "object",
-          properties: {
-            data: { type: "array", items: { type: "object" } },
-            meta: {
-              type: "object",
-              description: `By page: total, page, per_page. By cursor (starting_after, ending_before, limit): total, limit, has_more. total counts up to ${MAX_COUNTED}; beyond, it is ${MAX_COUNTED} and total_capped is true.`,
-              properties: {
-                total: { type: "integer" },
-                total_capped: { type: "boolean" },
-                page: { type: "integer" },
-                per_page: { type: "integer" },
-                limit: { type: "integer" },
-                has_more: { type: "boolean" },
-              },
-            },
-          },
-          required: ["data", "meta"],
+      parameters: {
+        ServiceVersion: {
+          name: "Service-Version",
+          in: "header",
+          required: false,
+          description: "The API version to answer under (a date); defaults to the organization's pinned version",
+          schema: { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}$", examples: [LATEST_VERSION] },
         },
-        Error: {
-          type: "object",
-          properties: {
-            error: {
-              type: "object",
-              properties: {
-                type: { type: "string" },
-                code: { type: "string", enum: Object.keys(ERROR_CODES) },
-                message: { type: "string" },
-                param: { type: "string" },
-                request_id: { type: "string" },
-              },
-              required: ["type", "code", "message", "request_id"],
-            },
-          },
-          required: ["error"],
+        IdempotencyKey: {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description: "Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours",
+          schema: { type: "string", minLength: 1, maxLength: 255, examples: ["order-1234-create"] },
         },
       },
+      headers: {
+        RequestId: { description: "The request's id, as in error bodies", schema: { type: "string", pattern: "^req_" } },
+        ServiceVersion: { description: "The API version the answer follows", schema: { type: "string", enum: [...API_VERSIONS] } },
+        RateLimitLimit: { description: "Requests the key may make per window", schema: { type: "integer" } },
+        RateLimitRemaining: { description: "Requests left in this window", schema: { type: "integer" } },
+        RateLimitReset: { description: "Seconds until the window resets", schema: { type: "integer" } },
+        RetryAfter: { description: "Seconds to wait before retrying", schema: { type: "integer" } },
+        IdempotentReplayed: {
+          description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
+          schema: { type: "string", enum: ["true"] },
+        },
+        SecretRedacted: {
+          description: "On an idempotent replay: the field of `data` that held a secret shown once, now null",
+          schema: { type: "string", enum: ["key", "secret"] },
+        },
+        Location: { description: "The created resource's URL", schema: { type: "string", format: "uri-reference" } },
+      },
+      responses: Object.fromEntries(
+        Object.entries(ERROR_STATUSES).map(([code, description]) => [
+          `E${code}`,
+          {
+            description,
+            headers: {
+              "Request-Id": header("RequestId"),
+              ...((code === "429" || code === "503") && { "Retry-After": header("RetryAfter") }),
+            },
+            content: {
+              "application/json": {
+                schema: schemaRef("Error"),
+                example: {
+                  error: {
+                    type: ERROR_CODES[EXAMPLE_CODES[code]].type,
+                    code: EXAMPLE_CODES[code],
+                    message: description,
+                    request_id: "req_01jdx3kq9v7c2m5n8p4r6t0w1y",
+                  },
+                },
+              },
+            },
+          },
+        ]),
+      ),
+      schemas: components,
     },
   };
 }
+
+const EXAMPLE_CODES: Record<string, keyof typeof ERROR_CODES> = {
+  "400": "parameter_invalid",
+  "401": "invalid_api_key",
+  "403": "insufficient_scope",
+  "404": "resource_not_found",
+  "409": "idempotency_key_reused",
+  "413": "payload_too_large",
+  "415": "unsupported_media_type",
+  "429": "rate_limited",
+  "503": "service_unavailable",
+};
+
+const ERROR_SCHEMA: Json = {
+  type: "object",
+  properties: {
+    error: {
+      type: "object",
+      properties: {
+        type: { type: "string", enum: [...new Set(Object.values(ERROR_CODES).map((c) => c.type))] },
+        code: { type: "string", enum: Object.keys(ERROR_CODES) },
+        message: { type: "string" },
+        param: { type: "string" },
+        request_id: { type: "string", pattern: "^req_" },
+      },
+      required: ["type", "code", "message", "request_id"],
+      additionalProperties: false,
+    },
+  },
+  required: ["error"],
+  additionalProperties: false,
+};

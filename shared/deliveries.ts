@@ -25,7 +25,7 @@ export const SECRET_PREFIX = "whsec_";
 export const ATTEMPTS_PER_SERIES = 5;
 
 /** A delivery as stored: what the API shows (shared/wire.ts) and the fields that run the attempts. */
-export interface DeliveryDoc extends Delivery {
+export interface DeliveryDoc extends Omit<Delivery, "object"> {
   org_id: string;
   /** Index in `attempts` where the current series began. */
   series_start: number;
@@ -52,7 +52,7 @@ export const deliveryView = ({
   traceparent: _t,
   payload: _p,
   ...view
-}: DeliveryDoc): DeliveryView => view;
+}: DeliveryDoc): DeliveryView => ({ object: "delivery", ...view });
 
 /** An attempt as lists show it: the summary, without the request and the answer (GET …/deliveries/{id} has them). */
 const attemptSummary = ({ request: _q, response: _r, ...summary }: Attempt): Attempt => summary;

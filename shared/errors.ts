@@ -61,16 +61,23 @@ export const notFound = (what: string, id: string): ApiError =>
 
 export const invalidParam = (param: string, message: string): ApiError => new ApiError("parameter_invalid", message, { param });
 
-/**
- * PATCH bodies: fastest-validator lets `null` through any optional field, so a field that must keep
- * a value (a workflow's `status`, a webhook's `events`) is refused here when sent as null.
- */
-export function refuseNulls(params: object, fields: readonly string[]): void {
-  for (const field of fields) {
-    if ((params as Record<string, unknown>)[field] === null)
-      throw invalidParam(field, `${field} cannot be null; leave it out to keep its value`);
+/** At most this many characters of a value sent are echoed in a message. */
+const ECHO_MAX = 80;
+
+/** A value the client sent, for a message: as JSON (quotes, newlines and control characters escaped), cut to ECHO_MAX. */
+export function echo(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
   }
+  return text.length > ECHO_MAX ? `${text.slice(0, ECHO_MAX)}…` : text;
 }
+
+/** A value outside an enum: names the field, the allowed values and the value received. */
+export const notOneOf = (param: string, allowed: readonly unknown[], value: unknown): ApiError =>
+  invalidParam(param, `${param} must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}; received ${echo(value)}`);
 
 /** Raised by a storage adapter when a unique index would be violated. */
 export class DuplicateKeyError extends ApiError {

@@ -40,7 +40,7 @@ export const isReservedType = (type: string): boolean => RESERVED_PREFIXES.some(
 export const isSystemType = (type: string): type is SystemEventType => Object.prototype.hasOwnProperty.call(SYSTEM_EVENT_TYPES, type);
 
 /** An event as stored: what the API shows (shared/wire.ts) and the markers the services work from. */
-export interface EventDoc extends PlatformEvent {
+export interface EventDoc extends Omit<PlatformEvent, "object"> {
   org_id: string;
   /**
    * Internal: ms since the epoch, present until a dispatcher has created this event's deliveries;
@@ -71,6 +71,7 @@ export interface EventPayload {
 }
 
 export const eventView = ({ id, type, created_at, data, environment, source }: EventDoc): EventView => ({
+  object: "event",
   id,
   type,
   created_at,

@@ -1,4 +1,4 @@
-import { invalidParam } from "./errors";
+import { echo, invalidParam } from "./errors";
 import type { ReadView, Doc, Filter, Scope } from "./storage/types";
 import type { CursorMeta, PageMeta } from "./wire";
 
@@ -29,13 +29,13 @@ export function checkPageNumbers(query: Record<string, unknown>): void {
   for (const name of PAGE_NUMBER_PARAMS) {
     const value = query[name];
     if (value !== undefined && (typeof value !== "string" || !/^[0-9]+$/.test(value))) {
-      throw invalidParam(name, `${name} must be a whole number written in decimal digits, e.g. ${name}=2`);
+      throw invalidParam(name, `${name} must be a whole number written in decimal digits, e.g. ${name}=2; received ${echo(value)}`);
     }
   }
 }
 
-/** `page` and `per_page` alone: for the few lists that are not newest first by id. */
-export const offsetParams = {
+/** `page` and `per_page`: offset paging, as the spec fixes it (a list read so can drift under inserts; a cursor cannot). */
+const offsetParams = {
   page: { type: "number", integer: true, min: 1, optional: true, convert: true, default: 1 },
   per_page: { ...size, default: DEFAULT_PER_PAGE },
 } as const;
@@ -82,6 +82,62 @@ export async function cappedTotal<T extends Doc>(
   return n > MAX_COUNTED ? { total: MAX_COUNTED, total_capped: true } : { total: n };
 }
 
+/** How a list is read by cursor: `limit` items after `starting_after` (or from the start), or before `ending_before`. */
+export interface Cursor {
+  limit: number;
+  starting_after?: string;
+  ending_before?: string;
+}
+
+/** The cursor a list's parameters ask for, or undefined when they page by number (`page`, `per_page`). */
+export function cursorOf(params: PageParams): Cursor | undefined {
+  const { starting_after, ending_before } = params;
+  if (starting_after === undefined && ending_before === undefined && params.limit === undefined) return undefined;
+  if (starting_after !== undefined && ending_before !== undefined)
+    throw invalidParam("ending_before", "Send starting_after or ending_before, not both");
+  if (params.page !== 1)
+    throw invalidParam(
+      "page",
+      "page cannot be combined with starting_after, ending_before or limit: a list pages either by number or by cursor",
+    );
+  return { limit: params.limit ?? params.per_page, starting_after, ending_before };
+}
+
+/** The stored part of a list read in ascending key order: up to `n` items after a key (or from the start), or before one (nearest first). */
+export interface KeyedTail<V> {
+  after(key: string | undefined, n: number): Promise<V[]>;
+  before(key: string, n: number): Promise<V[]>;
+}
+
+/**
+ * A page by cursor of a list that is not newest first by id: `head` (held in memory, in its own
+ * order), then what `tail` reads along its index in ascending key order. A cursor is the key of an
+ * item; a key the head does not hold is a position in the tail, so the page is the same whatever
+ * was inserted before it.
+ */
+export async function pageByKey<V>(
+  head: readonly V[],
+  keyOf: (item: V) => string,
+  cursor: Cursor,
+  tail?: KeyedTail<V>,
+): Promise<{ items: V[]; limit: number; has_more: boolean }> {
+  const { limit, starting_after, ending_before } = cursor;
+  let found: V[];
+  if (ending_before !== undefined) {
+    const at = head.findIndex((item) => keyOf(item) === ending_before);
+    const headBefore = head.slice(0, at < 0 ? head.length : at).reverse();
+    const tailBefore = at < 0 && tail ? await tail.before(ending_before, limit + 1) : [];
+    found = [...tailBefore, ...headBefore].slice(0, limit + 1);
+    return { items: found.slice(0, limit).reverse(), limit, has_more: found.length > limit };
+  }
+  const at = starting_after === undefined ? -1 : head.findIndex((item) => keyOf(item) === starting_after);
+  const headAfter = starting_after !== undefined && at < 0 ? [] : head.slice(at + 1, at + 2 + limit);
+  const need = limit + 1 - headAfter.length;
+  const tailAfter = need > 0 && tail ? await tail.after(at < 0 ? starting_after : undefined, need) : [];
+  found = [...headAfter, ...tailAfter];
+  return { items: found.slice(0, limit), limit, has_more: found.length > limit };
+}
+
 /**
  * One page of a list endpoint, newest first (ids are time-ordered), with each document turned
  * into its public view. Each read is bounded whatever is stored: the page (or the page after a
@@ -95,8 +151,8 @@ export async function newestFirst<T extends Doc, V>(
   params: PageParams,
   view: (doc: T) => V,
 ): Promise<ListResult<V>> {
-  const { starting_after, ending_before } = params;
-  if (starting_after === undefined && ending_before === undefined && params.limit === undefined) {
+  const cursor = cursorOf(params);
+  if (cursor === undefined) {
     checkDepth(params);
     const [items, total] = await Promise.all([
       collection.find(scope, filter, { sort: { id: -1 }, skip: skipOf(params), limit: params.per_page }),
@@ -104,14 +160,7 @@ export async function newestFirst<T extends Doc, V>(
     ]);
     return { items: items.map(view), ...total, page: params.page, per_page: params.per_page };
   }
-  if (starting_after !== undefined && ending_before !== undefined)
-    throw invalidParam("ending_before", "Send starting_after or ending_before, not both");
-  if (params.page !== 1)
-    throw invalidParam(
-      "page",
-      "page cannot be combined with starting_after, ending_before or limit: a list pages either by number or by cursor",
-    );
-  const limit = params.limit ?? params.per_page;
+  const { limit, starting_after, ending_before } = cursor;
   // One more than asked: whether there is more in that direction.
   const [found, total] = await Promise.all([
     ending_before === undefined

@@ -8,6 +8,16 @@ import type { Environment } from "./storage/types";
  * nothing that needs Node, so the dashboard's bundle takes nothing of the server with them.
  */
 
+/**
+ * A list's answer: `{object: "list", data: [...], meta}`: `meta` as the spec fixes it (`total`,
+ * `page`, `per_page`) when read by page, or `total`, `limit`, `has_more` when read by cursor.
+ */
+export interface List<T> {
+  object: "list";
+  data: T[];
+  meta: PageMeta | CursorMeta;
+}
+
 /** A list's `meta` when it is read by page (`?page=&per_page=`). */
 export interface PageMeta {
   total: number;
@@ -57,6 +67,7 @@ export interface ApiKey {
 export type NewApiKey = ApiKey & { key: string };
 
 export interface Webhook {
+  object: "webhook";
   id: string;
   environment: Environment;
   url: string;
@@ -131,6 +142,7 @@ export const ATTEMPT_RESPONSE_LIMITS = {
   headersChars: 4096,
 } as const;
 
+/** One try at sending a delivery: a delivery's `attempts` lists them (a run step counts its own in `attempt_count`). */
 export interface Attempt {
   number: number;
   at: string;
@@ -144,6 +156,7 @@ export interface Attempt {
 }
 
 export interface Delivery {
+  object: "delivery";
   id: string;
   environment: Environment;
   webhook_id: string;
@@ -186,6 +199,7 @@ export interface Recovery {
 }
 
 export interface PlatformEvent {
+  object: "event";
   id: string;
   environment: Environment;
   type: string;
@@ -208,6 +222,7 @@ export interface UsageBucket {
 }
 
 export interface UsageReport {
+  object: "usage_report";
   from: string;
   to: string;
   granularity: "hour" | "day";
@@ -220,13 +235,14 @@ export interface Outcomes {
   total: number;
   by_status: Record<string, number>;
   success_rate: number | null;
-  /** Webhooks only: the attempts made, and the success rate of the deliveries that settled. */
-  attempts?: { total: number; succeeded: number; failed: number };
+  /** Webhooks only: how many attempts were made and how they ended, and the success rate of the deliveries that settled. */
+  attempt_counts?: { total: number; succeeded: number; failed: number };
   delivery_success_rate?: number | null;
 }
 
 /** GET /analytics/workflows and /analytics/webhooks: the window's outcomes, in all and per workflow or webhook. */
 export type OutcomeReport = Outcomes & {
+  object: "outcome_report";
   from: string;
   to: string;
   workflows?: (Outcomes & { workflow_id: string })[];
@@ -266,6 +282,7 @@ export interface EmitStep {
 export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
 
 export interface Workflow {
+  object: "workflow";
   id: string;
   environment: Environment;
   name: string;
@@ -318,7 +335,8 @@ export interface RunStep {
   status: StepStatus;
   output: unknown;
   error: string | null;
-  attempts: number;
+  /** How many times the step was tried (a delivery's `attempts` is the list of its tries). */
+  attempt_count: number;
   started_at: string | null;
   finished_at: string | null;
   /** Approval steps, once reached: the step's message with its templates filled (null: the step has none). */
@@ -337,6 +355,7 @@ export interface PendingApproval {
 export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
 
 export interface Run {
+  object: "run";
   id: string;
   environment: Environment;
   workflow_id: string;
@@ -362,6 +381,7 @@ export interface Run {
 
 /** GET /workflows/{id}/versions/{version}: a workflow's definition as one of its versions left it. */
 export interface WorkflowVersion {
+  object: "workflow_version";
   workflow_id: string;
   version: number;
   name: string;
@@ -371,4 +391,18 @@ export interface WorkflowVersion {
   steps: Step[];
   created_at: string;
   created_by: Actor | null;
+}
+
+/** GET /events/types: a type the platform emits, or a custom one this environment has emitted. */
+export type EventType =
+  | { object: "event_type"; type: string; description: string; system: true }
+  | { object: "event_type"; type: string; description: null; system: false; first_seen_at: string };
+
+/** GET /orgs/{id}/environments: the two every organization has. */
+export interface EnvironmentInfo {
+  object: "environment";
+  id: Environment;
+  org_id: string;
+  name: string;
+  description: string;
 }

@@ -132,7 +132,7 @@ export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, num
     total: pending + c.succeeded + c.failed,
     by_status: { pending, succeeded: c.succeeded, failed: c.failed },
     success_rate: rate(c.attempts_succeeded, attempts),
-    attempts: { total: attempts, succeeded: c.attempts_succeeded, failed: c.attempts_failed },
+    attempt_counts: { total: attempts, succeeded: c.attempts_succeeded, failed: c.attempts_failed },
     delivery_success_rate: rate(c.succeeded, c.succeeded + c.failed),
   };
 }

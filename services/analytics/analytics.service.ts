@@ -97,6 +97,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
         const window = windowOf(ctx.params.from, ctx.params.to, granularity);
         const rows = await this.tiers.rowsFor(tenantOf(ctx), window.from, window.to, granularity);
         return {
+          object: "usage_report",
           from: new Date(window.from).toISOString(),
           to: new Date(window.to).toISOString(),
           granularity,
@@ -112,6 +113,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
       async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.runOutcomes, tenantOf(ctx), ctx.params);
         return {
+          object: "outcome_report",
           from,
           to,
           ...runOutcomes(rows),
@@ -126,6 +128,7 @@ const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, Analyt
       async handler(ctx: Ctx<WindowParams>): Promise<OutcomeReport> {
         const { from, to, rows } = await this.outcomeRows(this.webhookOutcomes, tenantOf(ctx), ctx.params);
         return {
+          object: "outcome_report",
           from,
           to,
           ...deliveryOutcomes(rows),

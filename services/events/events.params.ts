@@ -1,5 +1,5 @@
 import { EVENT_TYPE_MAX, MARKERS, UNMARK_MAX } from "../../shared/events";
-import { offsetParams, pageParams, type PageParams } from "../../shared/pagination";
+import { pageParams, type PageParams } from "../../shared/pagination";
 
 /** The largest `data` an event may carry, as JSON. Receivers get it in one POST; keep it modest. */
 export const EVENT_DATA_MAX_BYTES = 64 * 1024;
@@ -24,8 +24,9 @@ export interface ListParams extends PageParams {
   type?: string;
 }
 
-export const typesParams = { $$strict: true, ...offsetParams } as const;
-export type TypesParams = Pick<PageParams, "page" | "per_page">;
+/** The catalogue pages by number, or by cursor on the type's name (system types first, then custom ones by name). */
+export const typesParams = { $$strict: true, ...pageParams } as const;
+export type TypesParams = PageParams;
 
 /** An event as a service made it (see publishParams). */
 const recordParams = {

@@ -16,7 +16,7 @@ import {
   type PublishedEvent,
 } from "../../shared/events";
 import { nowIso } from "../../shared/ids";
-import { cappedTotal, checkDepth, MAX_COUNTED, newestFirst, skipOf, type ListResult } from "../../shared/pagination";
+import { cappedTotal, checkDepth, cursorOf, MAX_COUNTED, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
 import {
   FINISHED_RUN_STATUSES,
   firstIdAt,
@@ -32,6 +32,7 @@ import { forwardToListeners, ListenerAnnouncementsMixin } from "../../shared/lis
 import type { PlatformSettings } from "../../shared/platform";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec, type Doc, type Filter } from "../../shared/storage/types";
+import type { EventType } from "../../shared/wire";
 import { checkEmittable } from "./events.logic";
 import {
   emitParams,
@@ -122,32 +123,50 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
     /** GET /events/types — events:read; the system types, then the custom types this environment has emitted. */
     types: {
       params: typesParams,
-      async handler(ctx: Ctx<TypesParams>) {
+      async handler(ctx: Ctx<TypesParams>): Promise<ListResult<EventType>> {
+        const tenant = tenantOf(ctx);
+        const system = Object.entries(SYSTEM_EVENT_TYPES).map(([type, description]): EventType => ({
+          object: "event_type",
+          type,
+          description,
+          system: true,
+        }));
+        const customView = (t: TypeDoc): EventType => ({
+          object: "event_type",
+          type: t.type,
+          description: null,
+          system: false,
+          first_seen_at: t.first_seen_at,
+        });
+        // Custom types come from the store in name order along its index: as many as the page needs.
+        const custom = (filter: Filter, sort: 1 | -1, skip: number, limit: number) =>
+          limit <= 0
+            ? Promise.resolve([])
+            : this.types.find(tenant, filter, { sort: { type: sort }, skip, limit }).then((d) => d.map(customView));
+        const counted = cappedTotal(this.types, tenant, {}).then((c) => {
+          const total = Math.min(MAX_COUNTED, system.length + c.total);
+          const capped = c.total_capped || system.length + c.total > MAX_COUNTED;
+          return { total, ...(capped && { total_capped: true as const }) };
+        });
+        const cursor = cursorOf(ctx.params);
+        if (cursor !== undefined) {
+          const [page, total] = await Promise.all([
+            pageByKey(system, (t) => t.type, cursor, {
+              after: (key, n) => custom(key === undefined ? {} : { type: { $gt: key } }, 1, 0, n),
+              before: (key, n) => custom({ type: { $lt: key } }, -1, 0, n),
+            }),
+            counted,
+          ]);
+          return { ...page, ...total };
+        }
         checkDepth(ctx.params);
-        const system = Object.entries(SYSTEM_EVENT_TYPES).map(([type, description]) => ({ type, description, system: true }));
-        // The page's custom types come from the store, in name order along its index: as many as the page needs.
         const start = skipOf(ctx.params);
         const shown = system.slice(start, start + ctx.params.per_page);
-        const [seen, counted] = await Promise.all([
-          shown.length === ctx.params.per_page
-            ? []
-            : this.types.find(
-                tenantOf(ctx),
-                {},
-                { sort: { type: 1 }, skip: Math.max(0, start - system.length), limit: ctx.params.per_page - shown.length },
-              ),
-          cappedTotal(this.types, tenantOf(ctx), {}),
+        const [seen, total] = await Promise.all([
+          custom({}, 1, Math.max(0, start - system.length), ctx.params.per_page - shown.length),
+          counted,
         ]);
-        const custom = seen.map((t) => ({ type: t.type, description: null, system: false, first_seen_at: t.first_seen_at }));
-        const total = Math.min(MAX_COUNTED, system.length + counted.total);
-        const capped = counted.total_capped || system.length + counted.total > MAX_COUNTED;
-        return {
-          items: [...shown, ...custom],
-          total,
-          ...(capped && { total_capped: true as const }),
-          page: ctx.params.page,
-          per_page: ctx.params.per_page,
-        };
+        return { items: [...shown, ...seen], ...total, page: ctx.params.page, per_page: ctx.params.per_page };
       },
     },
 

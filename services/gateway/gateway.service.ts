@@ -26,7 +26,7 @@ import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
 import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
-import { matchRoute, type RouteDef } from "./routes";
+import { locationOf, matchRoute, type RouteDef } from "./routes";
 
 const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
@@ -52,6 +52,8 @@ interface Exchange {
   unreadBody: boolean;
   /** The matched route's template, for metering. */
   route?: string;
+  /** The request's path under /v1, for a creation's Location. */
+  path?: string;
   caller?: Caller;
   rate?: RateDecision;
   idempotency?: { id: string; tenant: { org_id: string; environment: Caller["environment"] } };
@@ -245,6 +247,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
       const route: RouteDef = match.route;
       x.route = route.path;
+      x.path = path.slice(3);
 
       // Who asks and whether they may, before the body is read: an unauthenticated sender costs no
       // parsing, and its unread body closes the connection (renderError).
@@ -296,7 +299,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       const status = route.status ?? 200;
       // A list's meta is all its action answers besides the items (see ListResult).
       const { items, ...listMeta } = route.list ? data : { items: undefined };
-      const envelope = route.list ? { data: items, meta: listMeta } : { data };
+      const envelope = route.list ? { object: "list", data: items, meta: listMeta } : { data };
       if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
       return { status, body: envelope };
     },
@@ -439,6 +442,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       };
       // A stopping node lets no connection linger (kept-alive clients move to another node).
       if (this.stopping) headers.Connection = "close";
+      const location = status === 201 && x.path !== undefined ? locationOf(x.path, body) : undefined;
+      if (location !== undefined) headers.Location = location;
       if (x.rate) {
         headers["RateLimit-Limit"] = x.rate.limit;
         headers["RateLimit-Remaining"] = Math.max(0, x.rate.remaining);

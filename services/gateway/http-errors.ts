@@ -1,4 +1,4 @@
-import { ERROR_CODES, isErrorCode, type ErrorCode } from "../../shared/errors";
+import { echo, ERROR_CODES, isErrorCode, type ErrorCode } from "../../shared/errors";
 
 export interface HttpError {
   status: number;
@@ -26,9 +26,118 @@ const UNAVAILABLE = new Set([
   "QueueIsFullError",
 ]);
 
+/** One failure as fastest-validator reports it (also as a plain object after a NATS hop). */
+export interface ValidationFailure {
+  type?: string;
+  field?: string;
+  message?: string;
+  actual?: unknown;
+  expected?: unknown;
+}
+
+/** An enum's values as fastest-validator hands them (an array, or joined with ", "), each as JSON. */
+const allowedOf = (expected: unknown): string =>
+  (Array.isArray(expected) ? expected : String(expected ?? "").split(", ")).map((v) => JSON.stringify(v)).join(", ");
+
+const KINDS: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  boolean: "a boolean (true or false)",
+  array: "an array",
+  object: "an object",
+  email: "a valid e-mail address",
+  url: "an absolute http(s) URL",
+  date: "a date",
+  uuid: "a UUID",
+  function: "a function",
+  tuple: "an array",
+  record: "an object",
+};
+
+/**
+ * One message per rule kind, naming the field, the rule and what was received: the value itself
+ * (JSON, cut short) where the rule is about the value, its length or count where it is about that.
+ */
+export function validationMessage(f: ValidationFailure): string {
+  const field = f.field || "body";
+  const got = `received ${echo(f.actual)}`;
+  const n = f.expected;
+  // A rule's own wording (`messages` in its schema) says what the value should be better than a pattern.
+  if (f.message !== undefined && !f.message.startsWith("The ")) return `${field}: ${f.message}; ${got}`;
+  switch (f.type) {
+    case "required":
+      return f.actual === null ? `${field} cannot be null; leave it out instead` : `${field} is required`;
+    case "enumValue":
+    case "stringEnum":
+      return `${field} must be one of ${allowedOf(f.expected)}; ${got}`;
+    case "arrayEnum":
+      return `${field} may only hold ${allowedOf(f.expected)}; ${got}`;
+    case "equalValue":
+      return `${field} must be ${echo(f.expected)}; ${got}`;
+    case "stringEmpty":
+    case "emailEmpty":
+    case "urlEmpty":
+      return `${field} cannot be empty`;
+    case "stringMin":
+    case "emailMin":
+      return `${field} must be at least ${String(n)} characters long; received ${String(f.actual)}`;
+    case "stringMax":
+    case "emailMax":
+      return `${field} must be at most ${String(n)} characters long; received ${String(f.actual)}`;
+    case "stringLength":
+      return `${field} must be exactly ${String(n)} characters long; received ${String(f.actual)}`;
+    case "stringPattern":
+      return `${field} must match the pattern ${String(n)}; ${got}`;
+    case "stringContains":
+      return `${field} must contain ${echo(n)}; ${got}`;
+    case "stringNumeric":
+    case "stringAlpha":
+    case "stringAlphanum":
+    case "stringAlphadash":
+    case "stringHex":
+    case "stringSingleLine":
+      return `${field} has characters it may not hold (${f.type.slice("string".length).toLowerCase()} only); ${got}`;
+    case "numberMin":
+      return `${field} must be at least ${String(n)}; ${got}`;
+    case "numberMax":
+      return `${field} must be at most ${String(n)}; ${got}`;
+    case "numberEqual":
+      return `${field} must be ${String(n)}; ${got}`;
+    case "numberNotEqual":
+      return `${field} cannot be ${String(n)}`;
+    case "numberInteger":
+      return `${field} must be a whole number; ${got}`;
+    case "numberPositive":
+      return `${field} must be positive; ${got}`;
+    case "numberNegative":
+      return `${field} must be negative; ${got}`;
+    case "arrayEmpty":
+      return `${field} cannot be an empty array`;
+    case "arrayMin":
+      return `${field} must hold at least ${String(n)} items; received ${String(f.actual)}`;
+    case "arrayMax":
+      return `${field} must hold at most ${String(n)} items; received ${String(f.actual)}`;
+    case "arrayLength":
+      return `${field} must hold exactly ${String(n)} items; received ${String(f.actual)}`;
+    case "arrayUnique":
+      return `${field} may not repeat an item; repeated ${echo(f.actual)}`;
+    case "objectMinProps":
+      return `${field} must have at least ${String(n)} fields; received ${String(f.actual)}`;
+    case "objectMaxProps":
+      return `${field} must have at most ${String(n)} fields; received ${String(f.actual)}`;
+    case "dateMin":
+    case "dateMax":
+      return `${field} is ${f.type === "dateMin" ? "earlier" : "later"} than ${String(n)} allows; ${got}`;
+    case "forbidden":
+      return `${field} cannot be sent`;
+  }
+  const kind = f.type === undefined ? undefined : KINDS[f.type];
+  if (kind !== undefined) return `${field} must be ${kind}; ${got}`;
+  return `${f.message ?? `${field} is invalid`} (${got})`;
+}
+
 function fromValidation(data: unknown): HttpError {
-  const first = (Array.isArray(data) ? data[0] : undefined) as
-    { type?: string; field?: string; message?: string; actual?: unknown } | undefined;
+  const first = (Array.isArray(data) ? data[0] : undefined) as ValidationFailure | undefined;
   if (first?.type === "objectStrict") {
     const param = String(first.actual ?? "")
       .split(",")[0]
@@ -36,8 +145,8 @@ function fromValidation(data: unknown): HttpError {
     return { status: 400, code: "parameter_unknown", message: `Received unknown parameter: ${first.actual}`, param };
   }
   const param = first?.field || undefined;
-  const code: ErrorCode = first?.type === "required" ? "parameter_missing" : "parameter_invalid";
-  return { status: 400, code, message: first?.message ?? "Invalid parameters", param };
+  const code: ErrorCode = first?.type === "required" && first.actual !== null ? "parameter_missing" : "parameter_invalid";
+  return { status: 400, code, message: first ? validationMessage(first) : "Invalid parameters", param };
 }
 
 /**

@@ -24,13 +24,37 @@ export interface IdempotencyDoc {
 export type Begin = { kind: "new"; id: string } | { kind: "replay"; status: number; body: unknown; redacted: string | null };
 
 /**
- * What a replay must match: the calling API key, the method, the path, the query and the body.
+ * JSON with every object's keys in sorted order: two bodies that parse to the same value (keys
+ * reordered, spaces, `1.0` for `1`) write the same text.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** A query string with its parameters in name order (a name's repeated values keep their order). */
+export function canonicalQuery(query: string | null): string {
+  const params = new URLSearchParams(query ?? "");
+  params.sort();
+  return params.toString();
+}
+
+/**
+ * What a replay must match: the calling API key, the method, the path, the query and the body,
+ * compared as parsed values (canonicalJson, canonicalQuery), not as the bytes sent.
  * The key is part of it, so another key of the organization sending the same Idempotency-Key is
  * refused (409 idempotency_key_reused) and never sees the first key's answer.
  */
 export const fingerprintOf = (keyId: string, method: string, path: string, query: string | null, body: unknown): string =>
   createHash("sha256")
-    .update(`${keyId}\n${method} ${path}\n${query ?? ""}\n${JSON.stringify(body ?? {})}`)
+    .update(`${keyId}\n${method} ${path}\n${canonicalQuery(query)}\n${canonicalJson(body ?? {})}`)
     .digest("hex");
 
 /** An answer as stored: the secret a creation shows once (`data[field]`) replaced by null. */

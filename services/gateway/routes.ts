@@ -18,88 +18,193 @@ export interface RouteDef {
   secret?: "key" | "secret" | "signing_secret";
   /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.ts). */
   stream?: true;
+  /** What `data` holds (one, or a list's items): a schema of shared/schemas.ts RESOURCES, for the API reference. */
+  resource?: string;
 }
 
 export const ROUTES: readonly RouteDef[] = [
-  { method: "GET", path: "/me", action: "orgs.me", scope: null },
+  { method: "GET", path: "/me", action: "orgs.me", scope: null, resource: "Identity" },
 
-  { method: "GET", path: "/orgs/{id}", action: "orgs.get", scope: "org:admin" },
-  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin" },
-  { method: "GET", path: "/orgs/{id}/environments", action: "orgs.environments", scope: "org:admin", list: true },
-  { method: "GET", path: "/orgs/{id}/members", action: "orgs.listMembers", scope: "org:admin", list: true },
-  { method: "POST", path: "/orgs/{id}/members", action: "orgs.addMember", scope: "org:admin", status: 201 },
-  { method: "PATCH", path: "/orgs/{id}/members/{member_id}", action: "orgs.updateMember", scope: "org:admin" },
-  { method: "DELETE", path: "/orgs/{id}/members/{member_id}", action: "orgs.removeMember", scope: "org:admin" },
+  { method: "GET", path: "/orgs/{id}", action: "orgs.get", scope: "org:admin", resource: "Organization" },
+  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin", resource: "Organization" },
+  { method: "GET", path: "/orgs/{id}/environments", action: "orgs.environments", scope: "org:admin", resource: "Environment", list: true },
+  { method: "GET", path: "/orgs/{id}/members", action: "orgs.listMembers", scope: "org:admin", resource: "Member", list: true },
+  { method: "POST", path: "/orgs/{id}/members", action: "orgs.addMember", scope: "org:admin", resource: "Member", status: 201 },
+  { method: "PATCH", path: "/orgs/{id}/members/{member_id}", action: "orgs.updateMember", scope: "org:admin", resource: "Member" },
+  { method: "DELETE", path: "/orgs/{id}/members/{member_id}", action: "orgs.removeMember", scope: "org:admin", resource: "Member" },
 
-  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", status: 201, secret: "key" },
-  { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", list: true },
-  { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read" },
-  { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write" },
+  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", resource: "NewApiKey", status: 201, secret: "key" },
+  { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", resource: "ApiKey", list: true },
+  { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read", resource: "ApiKey" },
+  { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write", resource: "ApiKey" },
 
-  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", status: 201 },
-  { method: "GET", path: "/events", action: "events.list", scope: "events:read", list: true },
+  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", resource: "Event", status: 201 },
+  { method: "GET", path: "/events", action: "events.list", scope: "events:read", resource: "Event", list: true },
   // Before `/events/{id}`: routes match in this order.
-  { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", list: true },
-  { method: "GET", path: "/events/{id}", action: "events.get", scope: "events:read" },
+  { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", resource: "EventType", list: true },
+  { method: "GET", path: "/events/{id}", action: "events.get", scope: "events:read", resource: "Event" },
   // The delivery log's view of one event: webhooks:read, as every view of the log.
-  { method: "GET", path: "/events/{id}/deliveries", action: "webhooks.eventDeliveries", scope: "webhooks:read", list: true },
+  {
+    method: "GET",
+    path: "/events/{id}/deliveries",
+    action: "webhooks.eventDeliveries",
+    scope: "webhooks:read",
+    resource: "Delivery",
+    list: true,
+  },
 
-  { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201, secret: "signing_secret" },
-  { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", list: true },
-  { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read" },
-  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write" },
-  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write" },
+  {
+    method: "POST",
+    path: "/workflows",
+    action: "workflows.create",
+    scope: "workflows:write",
+    resource: "WorkflowWithSecret",
+    status: 201,
+    secret: "signing_secret",
+  },
+  { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", resource: "Workflow", list: true },
+  { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read", resource: "Workflow" },
+  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write", resource: "Workflow" },
+  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write", resource: "Workflow" },
   {
     method: "POST",
     path: "/workflows/{id}/rotate-secret",
     action: "workflows.rotateSecret",
     scope: "workflows:write",
+    resource: "WorkflowWithSecret",
     secret: "signing_secret",
   },
-  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", status: 201 },
-  { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", list: true },
-  { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/cancel", action: "workflows.cancelRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/approve", action: "workflows.approveRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/reject", action: "workflows.rejectRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/retry", action: "workflows.retryRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/rerun", action: "workflows.rerunRun", scope: "workflows:write", status: 201 },
-  { method: "GET", path: "/workflows/{id}/versions/{version}", action: "workflows.getVersion", scope: "workflows:read" },
-  { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", list: true },
+  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", resource: "Run", status: 201 },
+  { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", resource: "Run", list: true },
+  { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read", resource: "Run" },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/cancel",
+    action: "workflows.cancelRun",
+    scope: "workflows:write",
+    resource: "Run",
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/approve",
+    action: "workflows.approveRun",
+    scope: "workflows:write",
+    resource: "Run",
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/reject",
+    action: "workflows.rejectRun",
+    scope: "workflows:write",
+    resource: "Run",
+  },
+  { method: "POST", path: "/workflows/{id}/runs/{run_id}/retry", action: "workflows.retryRun", scope: "workflows:write", resource: "Run" },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/rerun",
+    action: "workflows.rerunRun",
+    scope: "workflows:write",
+    resource: "Run",
+    status: 201,
+  },
+  {
+    method: "GET",
+    path: "/workflows/{id}/versions/{version}",
+    action: "workflows.getVersion",
+    scope: "workflows:read",
+    resource: "WorkflowVersion",
+  },
+  { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", resource: "Run", list: true },
 
   // The values never leave: a creation answers the metadata only, and only the engine decrypts.
-  { method: "POST", path: "/secrets", action: "workflows.createSecret", scope: "secrets:write", status: 201 },
-  { method: "GET", path: "/secrets", action: "workflows.listSecrets", scope: "secrets:read", list: true },
-  { method: "GET", path: "/secrets/{name}", action: "workflows.getSecret", scope: "secrets:read" },
-  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write" },
+  { method: "POST", path: "/secrets", action: "workflows.createSecret", scope: "secrets:write", resource: "Secret", status: 201 },
+  { method: "GET", path: "/secrets", action: "workflows.listSecrets", scope: "secrets:read", resource: "Secret", list: true },
+  { method: "GET", path: "/secrets/{name}", action: "workflows.getSecret", scope: "secrets:read", resource: "Secret" },
+  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write", resource: "Secret" },
 
-  { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read" },
-  { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },
-  { method: "GET", path: "/analytics/webhooks", action: "analytics.webhooks", scope: "analytics:read" },
+  { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read", resource: "UsageReport" },
+  { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read", resource: "OutcomeReport" },
+  { method: "GET", path: "/analytics/webhooks", action: "analytics.webhooks", scope: "analytics:read", resource: "OutcomeReport" },
 
-  { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201, secret: "secret" },
-  { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
-  { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },
-  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write" },
-  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write" },
-  { method: "POST", path: "/webhooks/{id}/rotate-secret", action: "webhooks.rotateSecret", scope: "webhooks:write", secret: "secret" },
-  { method: "GET", path: "/webhooks/{id}/deliveries", action: "webhooks.deliveries", scope: "webhooks:read", list: true },
-  { method: "GET", path: "/webhooks/{id}/deliveries/{delivery_id}", action: "webhooks.delivery", scope: "webhooks:read" },
+  {
+    method: "POST",
+    path: "/webhooks",
+    action: "webhooks.create",
+    scope: "webhooks:write",
+    resource: "WebhookWithSecret",
+    status: 201,
+    secret: "secret",
+  },
+  { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", resource: "Webhook", list: true },
+  { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read", resource: "Webhook" },
+  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write", resource: "Webhook" },
+  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write", resource: "Webhook" },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/rotate-secret",
+    action: "webhooks.rotateSecret",
+    scope: "webhooks:write",
+    resource: "WebhookWithSecret",
+    secret: "secret",
+  },
+  {
+    method: "GET",
+    path: "/webhooks/{id}/deliveries",
+    action: "webhooks.deliveries",
+    scope: "webhooks:read",
+    resource: "Delivery",
+    list: true,
+  },
+  {
+    method: "GET",
+    path: "/webhooks/{id}/deliveries/{delivery_id}",
+    action: "webhooks.delivery",
+    scope: "webhooks:read",
+    resource: "Delivery",
+  },
   {
     method: "POST",
     path: "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
     action: "webhooks.redeliver",
     scope: "webhooks:write",
+    resource: "Delivery",
   },
-  { method: "POST", path: "/webhooks/{id}/deliveries/{delivery_id}/retry", action: "webhooks.retry", scope: "webhooks:write" },
-  { method: "POST", path: "/webhooks/{id}/test", action: "webhooks.test", scope: "webhooks:write", status: 201 },
-  { method: "POST", path: "/webhooks/{id}/recover", action: "webhooks.recover", scope: "webhooks:write", status: 202 },
-  { method: "GET", path: "/webhooks/{id}/recover/{job_id}", action: "webhooks.recovery", scope: "webhooks:read" },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/deliveries/{delivery_id}/retry",
+    action: "webhooks.retry",
+    scope: "webhooks:write",
+    resource: "Delivery",
+  },
+  { method: "POST", path: "/webhooks/{id}/test", action: "webhooks.test", scope: "webhooks:write", resource: "TestDelivery", status: 201 },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/recover",
+    action: "webhooks.recover",
+    scope: "webhooks:write",
+    resource: "Recovery",
+    status: 202,
+  },
+  { method: "GET", path: "/webhooks/{id}/recover/{job_id}", action: "webhooks.recovery", scope: "webhooks:read", resource: "Recovery" },
 
   // The CLI's `listen --forward-to`: a stream of signed deliveries, and the local answers it reports.
   { method: "GET", path: "/listen", action: "gateway.listen", scope: "webhooks:write", stream: true },
-  { method: "POST", path: "/listen/{id}/attempts", action: "webhook-dispatcher.listenerAttempt", scope: "webhooks:write", status: 201 },
-  { method: "GET", path: "/listen/{id}/deliveries", action: "webhook-dispatcher.listenerDeliveries", scope: "webhooks:read", list: true },
+  {
+    method: "POST",
+    path: "/listen/{id}/attempts",
+    action: "webhook-dispatcher.listenerAttempt",
+    scope: "webhooks:write",
+    resource: "Delivery",
+    status: 201,
+  },
+  {
+    method: "GET",
+    path: "/listen/{id}/deliveries",
+    action: "webhook-dispatcher.listenerDeliveries",
+    scope: "webhooks:read",
+    resource: "Delivery",
+    list: true,
+  },
 ];
 
 const compiled = ROUTES.map((route) => ({
@@ -132,4 +237,15 @@ export function matchRoute(method: string, path: string): RouteMatch {
     return { route, params };
   }
   return { route: undefined, allowed };
+}
+
+/**
+ * A creation's `Location` (`/v1/workflows/wf_…`): the created resource's URL, where a GET route
+ * reads it (a listener's attempt has none).
+ */
+export function locationOf(path: string, body: unknown): string | undefined {
+  const id = (body as { data?: { id?: unknown } } | null)?.data?.id;
+  if (typeof id !== "string") return undefined;
+  const candidate = `${path.replace(/\/$/, "")}/${encodeURIComponent(id)}`;
+  return matchRoute("GET", candidate).route === undefined ? undefined : `/v1${candidate}`;
 }

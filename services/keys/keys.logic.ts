@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { ApiError } from "../../shared/errors";
+import { ApiError, notOneOf } from "../../shared/errors";
 import { API_KEY_SECRET_LENGTH, apiKeyPrefix, digestOf } from "../../shared/identity";
-import { ADMIN_SCOPE, grants, isScopeName, type ScopeName } from "../../shared/scopes";
+import { ADMIN_SCOPE, grants, isScopeName, SCOPE_NAMES, type ScopeName } from "../../shared/scopes";
 import type { Environment } from "../../shared/storage/types";
 import type { ApiKey, KeyStatus } from "../../shared/wire";
 
@@ -73,7 +73,7 @@ export function checkGrantable(
   const scopes = [...new Set(requested)];
   for (const [i, scope] of scopes.entries()) {
     if (!isScopeName(scope)) {
-      throw new ApiError("parameter_invalid", `Unknown scope '${scope}'`, { param: `scopes[${i}]` });
+      throw notOneOf(`scopes[${i}]`, SCOPE_NAMES, scope);
     }
     if (!grants(caller.scopes, scope)) {
       throw new ApiError("insufficient_scope", `Your key does not hold '${scope}', so it cannot grant it`, {
@@ -107,7 +107,7 @@ export function checkGrantable(
  * The new key's expiry, checked. A caller whose own key expires (`callerExpiresAt`) cannot mint a
  * key that outlives it: it must give an `expires_at` no later than its own.
  */
-export function checkExpiry(expiresAt: string | undefined, now = Date.now(), callerExpiresAt: string | null = null): string | null {
+export function checkExpiry(expiresAt: string | null | undefined, now = Date.now(), callerExpiresAt: string | null = null): string | null {
   if (expiresAt === undefined || expiresAt === null) {
     if (callerExpiresAt !== null) {
       throw new ApiError(

@@ -10,13 +10,14 @@ export const createParams = {
   // Names are checked one by one in the logic so the error can say which scope is unknown.
   scopes: { type: "array", items: { type: "string", min: 1, max: 64 }, min: 1, max: SCOPE_NAMES.length },
   environment,
-  expires_at: { type: "string", optional: true, max: 40 },
+  /** null or absent: the key never expires (as the key answers it). */
+  expires_at: { type: "string", optional: true, nullable: true, max: 40 },
 } as const;
 export interface CreateParams {
   name: string;
   scopes: string[];
   environment?: Environment;
-  expires_at?: string;
+  expires_at?: string | null;
 }
 
 export const listParams = {

@@ -23,16 +23,15 @@ export const updateParams = {
   name: { type: "string", trim: true, min: 1, max: 200, optional: true },
   api_version: { type: "enum", values: [...API_VERSIONS], optional: true },
 } as const;
-/** Fields PATCH may leave out but not set to null. */
-export const NOT_NULL = ["name", "api_version"] as const;
 export interface UpdateParams {
   id: string;
   name?: string;
   api_version?: string;
 }
 
-export const listMembersParams = { $$strict: true, id: orgId, ...pageParams } as const;
-export interface ListMembersParams extends PageParams {
+/** The members and the environments of an organization: a list of it. */
+export const orgListParams = { $$strict: true, id: orgId, ...pageParams } as const;
+export interface OrgListParams extends PageParams {
   id: string;
 }
 

@@ -1,27 +1,26 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { actorOf, callerOf, type CallMeta } from "../../shared/context";
-import { ApiError, isDuplicate, notFound, refuseNulls } from "../../shared/errors";
+import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
-import { newestFirst } from "../../shared/pagination";
+import { cursorOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { collectionSpec } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
-import type { ApiKey, Me } from "../../shared/wire";
+import type { ApiKey, EnvironmentInfo, Me } from "../../shared/wire";
 import { checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
 import {
   addMemberParams,
   createParams,
   idParams,
-  listMembersParams,
+  orgListParams,
   lookupParams,
   memberParams,
-  NOT_NULL,
   updateMemberParams,
   updateParams,
   type AddMemberParams,
   type CreateParams,
   type IdParams,
-  type ListMembersParams,
+  type OrgListParams,
   type MemberParams,
   type UpdateMemberParams,
   type UpdateParams,
@@ -107,7 +106,6 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>) {
-        refuseNulls(ctx.params, NOT_NULL);
         const org = await this.ownOrg(ctx);
         const { name, api_version } = ctx.params;
         const updated = await this.orgs.update(
@@ -124,18 +122,26 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
 
     /** GET /orgs/{id}/environments — org:admin */
     environments: {
-      params: idParams,
-      async handler(ctx: Ctx<IdParams>) {
+      params: orgListParams,
+      async handler(ctx: Ctx<OrgListParams>): Promise<ListResult<EnvironmentInfo>> {
         const org = await this.ownOrg(ctx);
-        const items = ENVIRONMENTS.map((env) => ({ object: "environment", org_id: org.id, ...env }));
-        return { items, total: items.length, page: 1, per_page: items.length };
+        const all = ENVIRONMENTS.map((env): EnvironmentInfo => ({ object: "environment", org_id: org.id, ...env }));
+        const cursor = cursorOf(ctx.params);
+        if (cursor !== undefined) return { ...(await pageByKey(all, (env) => env.id, cursor)), total: all.length };
+        const start = skipOf(ctx.params);
+        return {
+          items: all.slice(start, start + ctx.params.per_page),
+          total: all.length,
+          page: ctx.params.page,
+          per_page: ctx.params.per_page,
+        };
       },
     },
 
     /** GET /orgs/{id}/members — org:admin */
     listMembers: {
-      params: listMembersParams,
-      async handler(ctx: Ctx<ListMembersParams>) {
+      params: orgListParams,
+      async handler(ctx: Ctx<OrgListParams>) {
         const org = await this.ownOrg(ctx);
         return newestFirst(this.members, { org_id: org.id }, {}, ctx.params, memberView);
       },

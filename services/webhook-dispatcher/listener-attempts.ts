@@ -14,7 +14,11 @@ import type { Collection, ReadView } from "../../shared/storage/types";
  */
 export const RESPONSE_EXCERPT_MAX = 1024;
 
-const sessionId = { type: "string", pattern: /^ls_[0-9a-z]{26}$/, messages: { stringPattern: "Not a listener session id" } } as const;
+const sessionId = {
+  type: "string",
+  pattern: /^ls_[0-9a-z]{26}$/,
+  messages: { stringPattern: "not a listener session id (ls_ and 26 lower-case letters or digits)" },
+} as const;
 
 export const listenerAttemptParams = {
   $$strict: true,

@@ -11,7 +11,7 @@ export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/signing";
 
 /** A webhook as stored: what the API shows (shared/wire.ts) and its signing secrets. */
-export interface WebhookDoc extends Omit<Webhook, "rate_limit"> {
+export interface WebhookDoc extends Omit<Webhook, "object" | "rate_limit"> {
   org_id: string;
   /** Absent on webhooks stored before it existed: read as null. */
   rate_limit?: number | null;
@@ -35,6 +35,7 @@ export interface Target {
 }
 
 export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...view }: WebhookDoc): WebhookView => ({
+  object: "webhook",
   ...view,
   rate_limit: view.rate_limit ?? null,
 });

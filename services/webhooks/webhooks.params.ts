@@ -5,7 +5,8 @@ const id = idParam;
 // The URL's rules (https, no private targets) are checked in the logic, to say which one failed.
 const url = { type: "string", min: 1, max: 2048 } as const;
 const events = { type: "array", items: { type: "string", min: 1, max: 100 }, min: 1, max: 100 } as const;
-const description = { type: "string", trim: true, max: 500, optional: true } as const;
+/** null or absent: no description (as the webhook answers it). */
+const description = { type: "string", trim: true, max: 500, optional: true, nullable: true } as const;
 /** Deliveries per second at most (Svix's `rateLimit`); null or absent: as fast as the receiver answers. */
 export const RATE_LIMIT_MAX = 10_000;
 const rate_limit = { type: "number", integer: true, min: 1, max: RATE_LIMIT_MAX, optional: true, nullable: true } as const;
@@ -14,7 +15,7 @@ export const createParams = { $$strict: true, url, events, description, rate_lim
 export interface CreateParams {
   url: string;
   events: string[];
-  description?: string;
+  description?: string | null;
   rate_limit?: number | null;
 }
 
@@ -32,12 +33,10 @@ export const updateParams = {
   id,
   url: { ...url, optional: true },
   events: { ...events, optional: true },
-  description: { ...description, nullable: true },
+  description,
   rate_limit,
   status: { type: "enum", values: ["enabled", "disabled"], optional: true },
 } as const;
-/** Fields PATCH may leave out but not set to null. */
-export const NOT_NULL = ["url", "events", "status"] as const;
 export interface UpdateParams {
   id: string;
   url?: string;

@@ -11,7 +11,7 @@ import {
 } from "../../shared/deliveries";
 import { EVENTS, payloadOf } from "../../shared/events";
 import { firstIdAt } from "../../shared/retention";
-import { ApiError, invalidParam, notFound, refuseNulls } from "../../shared/errors";
+import { ApiError, invalidParam, notFound } from "../../shared/errors";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net-guard";
@@ -41,7 +41,6 @@ import {
   eventDeliveriesParams,
   idParams,
   listParams,
-  NOT_NULL,
   outcomeParams,
   recoverParams,
   recoveryParams,
@@ -156,7 +155,6 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>): Promise<WebhookView> {
-        refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.ownWebhook(tenant, ctx.params.id);
         const { url, events, description, rate_limit, status } = ctx.params;

@@ -36,7 +36,7 @@ export interface OutboxEvent {
 }
 
 /** A run as stored: what the API shows (shared/wire.ts) and the fields that run it. */
-export interface RunDoc extends Run {
+export interface RunDoc extends Omit<Run, "object"> {
   org_id: string;
   /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
   definition: Step[];
@@ -64,6 +64,9 @@ export interface RunDoc extends Run {
 
 export type RunView = Run;
 
+/** A step's tries; a run stored before `attempts` was renamed `attempt_count` carries the old name. */
+const attemptCountOf = (step: RunStep & { attempts?: number }): number => step.attempt_count ?? step.attempts ?? 0;
+
 export const runView = ({
   org_id: _o,
   definition: _d,
@@ -80,11 +83,16 @@ export const runView = ({
   traceparent: _tp,
   ...view
 }: RunDoc): RunView => ({
+  object: "run",
   ...view,
   // Runs stored before these fields existed: their first attempt, no rerun, no pending approval shown.
   attempt: view.attempt ?? 1,
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
+  steps: view.steps.map(({ attempts, ...step }: RunStep & { attempts?: number }) => ({
+    ...step,
+    attempt_count: attemptCountOf({ ...step, attempts }),
+  })),
 });
 
 /** Event-started runs in a row (a run's event starting another workflow's run, …) before the chain stops. */
@@ -115,7 +123,7 @@ export function newRun(
       status: "pending",
       output: null,
       error: null,
-      attempts: 0,
+      attempt_count: 0,
       started_at: null,
       finished_at: null,
     })),
@@ -327,11 +335,11 @@ export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: n
   const step = run.definition[run.cursor] as HttpStep;
   // Within the step's and the run's bounds on stored outputs (see outputs.ts).
   const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
-  const attempts = run.steps[run.cursor].attempts + 1;
-  if (result.ok) return advance(run, { output, error: null, attempts }, c);
-  if (attempts > step.retries) return fail(run, result.error ?? "failed", c, { output, attempts });
-  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempts) };
-  return written(run, { steps: put(run, { output, error: result.error, attempts }) }, retry, c.now, true);
+  const attempt_count = attemptCountOf(run.steps[run.cursor]) + 1;
+  if (result.ok) return advance(run, { output, error: null, attempt_count }, c);
+  if (attempt_count > step.retries) return fail(run, result.error ?? "failed", c, { output, attempt_count });
+  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempt_count) };
+  return written(run, { steps: put(run, { output, error: result.error, attempt_count }) }, retry, c.now, true);
 }
 
 /** An http step's request, its fields filled from the run's input and earlier outputs. */
@@ -399,9 +407,9 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
       const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
       // A template may have put a deep value into the data: it must be what POST /events takes.
       const fault = eventDataFault(data);
-      if (fault) return write(fail(run, fault, c, { attempts: 1 }));
+      if (fault) return write(fail(run, fault, c, { attempt_count: 1 }));
       const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
-      return write(advance(run, { output: { event_id: event.id }, started_at: at, attempts: 1 }, c, event));
+      return write(advance(run, { output: { event_id: event.id }, started_at: at, attempt_count: 1 }, c, event));
     }
     case "http":
       if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };

@@ -21,7 +21,9 @@ export interface TemplateScope {
 export function scopeOf(run: RunDoc, secrets: Record<string, string> = {}): TemplateScope {
   const steps: TemplateScope["steps"] = {};
   for (const s of run.steps) if (s.status === "succeeded") steps[s.id] = { output: s.output };
-  const attempt = (run.steps[run.cursor]?.attempts ?? 0) + 1;
+  // Runs stored before the rename counted a step's tries in `attempts`.
+  const step = run.steps[run.cursor] as (RunDoc["steps"][number] & { attempts?: number }) | undefined;
+  const attempt = (step?.attempt_count ?? step?.attempts ?? 0) + 1;
   return { input: run.input, steps, run: { id: run.id, attempt }, workflow: { id: run.workflow_id }, secrets };
 }
 

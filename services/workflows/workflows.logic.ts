@@ -1,4 +1,4 @@
-import { ApiError, invalidParam, type ErrorCode } from "../../shared/errors";
+import { ApiError, echo, invalidParam, notOneOf, type ErrorCode } from "../../shared/errors";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
 import { formatPath } from "../../shared/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
@@ -27,7 +27,7 @@ const SECRET_REFERENCE = /^\s*secrets\.([A-Za-z][A-Za-z0-9_]{0,63})\s*$/;
 export { HTTP_METHODS, type ApprovalStep, type DelayStep, type EmitStep, type HttpStep, type Step, type Trigger } from "../../shared/wire";
 
 /** A workflow as stored: what the API shows (shared/wire.ts), its organization and the secrets that sign its http steps. */
-export interface WorkflowDoc extends Workflow {
+export interface WorkflowDoc extends Omit<Workflow, "object"> {
   org_id: string;
   /** Absent on workflows stored before steps were signed: their requests go unsigned until a rotate-secret. */
   signing_secret?: string;
@@ -36,7 +36,10 @@ export interface WorkflowDoc extends Workflow {
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => view;
+export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => ({
+  object: "workflow",
+  ...view,
+});
 
 /** The secrets that sign a step's request now: the current one first, the rotated-out one during its overlap. */
 export function signingSecrets(doc: Pick<WorkflowDoc, "signing_secret" | "previous_signing_secret">, nowMs: number): string[] {
@@ -49,7 +52,7 @@ export function signingSecrets(doc: Pick<WorkflowDoc, "signing_secret" | "previo
 export const VERSIONS_KEPT = 100;
 
 /** A version of a workflow as stored (`<workflow_id>/v<version>`): what the API shows and the tenant. */
-export interface WorkflowVersionDoc extends WorkflowVersion {
+export interface WorkflowVersionDoc extends Omit<WorkflowVersion, "object"> {
   id: string;
   org_id: string;
   environment: Workflow["environment"];
@@ -73,7 +76,10 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   created_by: by,
 });
 
-export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: WorkflowVersionDoc): WorkflowVersion => view;
+export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: WorkflowVersionDoc): WorkflowVersion => ({
+  object: "workflow_version",
+  ...view,
+});
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));
@@ -90,7 +96,7 @@ export function checkTrigger(raw: unknown): Trigger {
       throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
   }
-  if (raw.type !== "event") throw invalidParam("trigger.type", "trigger.type must be 'manual' or 'event'");
+  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event"], raw.type);
   const type = raw.event_type;
   if (typeof type !== "string" || !EVENT_TYPE_PATTERN.test(type)) {
     throw invalidParam("trigger.event_type", "trigger.event_type must be an event type such as 'order.created'");
@@ -191,7 +197,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     }
     if (earlier.has(id)) throw fault.error("id", `the id '${id}' is used by an earlier step`);
     const type = item.type as StepType;
-    if (!STEP_TYPES.includes(type)) throw fault.error("type", `type must be one of ${STEP_TYPES.join(", ")}`);
+    if (!STEP_TYPES.includes(type))
+      throw fault.error("type", `type must be one of ${STEP_TYPES.map((t) => JSON.stringify(t)).join(", ")}; received ${echo(type)}`);
     const extra = Object.keys(item).find((k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k));
     if (extra !== undefined) {
       throw fault.error(
@@ -212,7 +219,10 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
     case "http": {
       const method = item.method ?? "POST";
       if (!HTTP_METHODS.includes(method as HttpStep["method"]))
-        throw fault.error("method", `method must be one of ${HTTP_METHODS.join(", ")}`);
+        throw fault.error(
+          "method",
+          `method must be one of ${HTTP_METHODS.map((m) => JSON.stringify(m)).join(", ")}; received ${echo(method)}`,
+        );
       if (typeof item.url !== "string" || item.url.length === 0 || item.url.length > 2048) {
         throw fault.error("url", "url must be an absolute URL of at most 2048 characters");
       }

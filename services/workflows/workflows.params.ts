@@ -2,7 +2,8 @@ import { idParam, pageParams, type PageParams } from "../../shared/pagination";
 
 const id = idParam;
 const name = { type: "string", trim: true, min: 1, max: 200 } as const;
-const description = { type: "string", trim: true, max: 1000, optional: true } as const;
+/** null or absent: no description (as the workflow answers it). */
+const description = { type: "string", trim: true, max: 1000, optional: true, nullable: true } as const;
 const status = { type: "enum", values: ["active", "inactive"], optional: true } as const;
 // The trigger and the steps are checked in the logic, to name the step and field at fault.
 const trigger = { type: "any" } as const;
@@ -11,7 +12,7 @@ const steps = { type: "any" } as const;
 export const createParams = { $$strict: true, name, description, status, trigger, steps } as const;
 export interface CreateParams {
   name: string;
-  description?: string;
+  description?: string | null;
   status?: "active" | "inactive";
   trigger: unknown;
   steps: unknown;
@@ -32,13 +33,11 @@ export const updateParams = {
   $$strict: true,
   id,
   name: { ...name, optional: true },
-  description: { ...description, nullable: true },
+  description,
   status,
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
 } as const;
-/** Fields PATCH may leave out but not set to null. */
-export const NOT_NULL = ["name", "status", "trigger", "steps"] as const;
 export interface UpdateParams {
   id: string;
   name?: string;

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
-import { ApiError, notFound, refuseNulls } from "../../shared/errors";
+import { ApiError, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/pagination";
 import { checkCountQuota, QUOTAS } from "../../shared/quotas";
@@ -29,7 +29,6 @@ import {
   createParams,
   idParams,
   listParams,
-  NOT_NULL,
   updateParams,
   type CreateParams,
   type IdParams,
@@ -122,7 +121,6 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
     update: {
       params: updateParams,
       async handler(ctx: Ctx<UpdateParams>): Promise<WorkflowView> {
-        refuseNulls(ctx.params, NOT_NULL);
         const tenant = tenantOf(ctx);
         const current = await this.workflows.get(tenant, ctx.params.id);
         if (!current) throw notFound("workflow", ctx.params.id);

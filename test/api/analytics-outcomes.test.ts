@@ -42,7 +42,7 @@ describe("GET /analytics/webhooks", () => {
     for (let i = 0; i < 3; i++)
       expect((await api(suite.p.baseUrl, "POST", "/events", { key, body: { type: "o.tick", data: { i } } })).status).toBe(201);
 
-    const body = await webhookAnalytics(key, (b) => b.attempts.total >= 6);
+    const body = await webhookAnalytics(key, (b) => b.attempt_counts.total >= 6);
     // Every delivery to the failing endpoint is still pending (its next attempt is an hour away)...
     const pending = await api(suite.p.baseUrl, "GET", `/webhooks/${failing.id}/deliveries?status=pending`, { key });
     expect(pending.body.meta.total).toBe(3);
@@ -51,7 +51,7 @@ describe("GET /analytics/webhooks", () => {
     expect(body).toMatchObject({
       total: 6,
       by_status: { pending: 3, succeeded: 3, failed: 0 },
-      attempts: { total: 6, succeeded: 3, failed: 3 },
+      attempt_counts: { total: 6, succeeded: 3, failed: 3 },
       success_rate: 0.5,
       delivery_success_rate: 1,
     });
@@ -60,7 +60,7 @@ describe("GET /analytics/webhooks", () => {
       total: 3,
       by_status: { pending: 3, succeeded: 0, failed: 0 },
       success_rate: 0,
-      attempts: { total: 3, succeeded: 0, failed: 3 },
+      attempt_counts: { total: 3, succeeded: 0, failed: 3 },
       delivery_success_rate: null,
     });
     expect(of(body, good.id)).toMatchObject({
@@ -84,14 +84,14 @@ describe("GET /analytics/webhooks", () => {
     expect(of(during, good.id)).toMatchObject({
       total: 3,
       by_status: { pending: 1, succeeded: 2, failed: 0 },
-      attempts: { total: 3, succeeded: 3 },
+      attempt_counts: { total: 3, succeeded: 3 },
     });
 
     const after = await webhookAnalytics(key, (b) => of(b, good.id).by_status.pending === 0);
     expect(of(after, good.id)).toMatchObject({
       total: 3,
       by_status: { pending: 0, succeeded: 3, failed: 0 },
-      attempts: { total: 4, succeeded: 4, failed: 0 },
+      attempt_counts: { total: 4, succeeded: 4, failed: 0 },
     });
     rx.behave("/good", () => ({}));
   });

@@ -274,15 +274,19 @@ describe("run and delivery outcomes", () => {
     expect(body).toMatchObject({
       total: 2,
       by_status: { pending: 0, succeeded: 1, failed: 1 },
-      attempts: { total: 6, succeeded: 1, failed: 5 },
+      attempt_counts: { total: 6, succeeded: 1, failed: 5 },
       success_rate: 0.1667,
       delivery_success_rate: 0.5,
     });
-    expect(body.webhooks.find((w: any) => w.webhook_id === good.id)).toMatchObject({ total: 1, success_rate: 1, attempts: { total: 1 } });
+    expect(body.webhooks.find((w: any) => w.webhook_id === good.id)).toMatchObject({
+      total: 1,
+      success_rate: 1,
+      attempt_counts: { total: 1 },
+    });
     expect(body.webhooks.find((w: any) => w.webhook_id === broken.id)).toMatchObject({
       total: 1,
       success_rate: 0,
-      attempts: { failed: 5 },
+      attempt_counts: { failed: 5 },
     });
   });
 });

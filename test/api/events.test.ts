@@ -9,6 +9,7 @@ describe("POST /events", () => {
     const res = await emit(suite.acme.live, { type: "order.created", data: { order_id: "o_1", total: 42 } });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
+      object: "event",
       id: expect.stringMatching(/^evt_[0-9a-z]{26}$/),
       type: "order.created",
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),

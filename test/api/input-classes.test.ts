@@ -381,7 +381,7 @@ describe("answers of http steps", () => {
     answer = body;
     const run = await runOnce([{ id: "call", type: "http", url, retries: 2 }]);
     expect(run.status).toBe("failed");
-    expect(run.steps[0]).toMatchObject({ status: "failed", attempts: 3, error, output: { status_code: 200, body: null } });
+    expect(run.steps[0]).toMatchObject({ status: "failed", attempt_count: 3, error, output: { status_code: 200, body: null } });
     // Each attempt's request arrived before its answer was read: the run's end counts them all.
     expect(hits).toBe(3);
   });
@@ -393,7 +393,7 @@ describe("answers of http steps", () => {
       { id: "tell", type: "emit", event_type: "deep.copy", data: { copy: "{{steps.call.output.body}}" } },
     ]);
     expect(run.status).toBe("failed");
-    expect(run.steps[1]).toMatchObject({ status: "failed", attempts: 1 });
+    expect(run.steps[1]).toMatchObject({ status: "failed", attempt_count: 1 });
     expect(run.steps[1].error).toMatch(
       /^the event's data, once its templates are filled, is nested deeper than 32 levels of objects and arrays \(at data\.copy(\.k)+\)$/,
     );

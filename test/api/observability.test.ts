@@ -207,7 +207,7 @@ describe("endpoint health", () => {
     const a = (await call("GET", "/analytics/webhooks")).body.data;
     const mine = a.webhooks.find((w: any) => w.webhook_id === hook.id);
     expect(mine.success_rate).toBe(0);
-    expect(mine.attempts.failed).toBeGreaterThanOrEqual(4);
+    expect(mine.attempt_counts.failed).toBeGreaterThanOrEqual(4);
   });
 });
 

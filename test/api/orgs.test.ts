@@ -70,7 +70,7 @@ describe("GET /orgs/{id}/environments", () => {
     const res = await api(p.baseUrl, "GET", `/orgs/${acme.org.id}/environments`, { key: acme.live });
     expect(res.status).toBe(200);
     expect(res.body.data.map((e: { id: string }) => e.id)).toEqual(["live", "test"]);
-    expect(res.body.meta).toEqual({ total: 2, page: 1, per_page: 2 });
+    expect(res.body.meta).toEqual({ total: 2, page: 1, per_page: 20 });
   });
 });
 

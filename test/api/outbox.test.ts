@@ -53,7 +53,7 @@ describe("events recorded through the outbox", () => {
 
   it("an event handed over twice (a relay after a crash) is stored once", async () => {
     const event: PublishedEvent = {
-      id: "evt_outboxtwice0000000000000001",
+      id: "evt_outboxtwice000000000000001",
       org_id: suite.acme.org.id,
       environment: "live",
       type: "api_key.created",

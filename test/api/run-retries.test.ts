@@ -73,7 +73,7 @@ describe("retry", () => {
     expect(retried.body.data).toMatchObject({ id: run.id, status: "queued", attempt: 2, finished_at: null });
     const done = await ended(wf.id, run.id);
     expect(done).toMatchObject({ id: run.id, status: "succeeded", attempt: 2 });
-    expect(done.steps.map((s: any) => [s.id, s.status, s.attempts])).toEqual([
+    expect(done.steps.map((s: any) => [s.id, s.status, s.attempt_count])).toEqual([
       ["first", "succeeded", 1],
       ["second", "succeeded", 1],
       ["tell", "succeeded", 1],

@@ -123,7 +123,7 @@ describe("runs end to end", () => {
     });
     expect(waiting.input.event.data).toEqual({ order_id: "o1", qty: 3 });
     expect(waiting.steps.map((s: any) => s.status)).toEqual(["succeeded", "waiting", "pending"]);
-    expect(waiting.steps[0]).toMatchObject({ output: { status_code: 200, body: { ref: "R-42" } }, attempts: 1, error: null });
+    expect(waiting.steps[0]).toMatchObject({ output: { status_code: 200, body: { ref: "R-42" } }, attempt_count: 1, error: null });
 
     const approved = await call("POST", `/workflows/${wf.id}/runs/${runId}/approve`);
     expect(approved.status).toBe(200);
@@ -171,7 +171,7 @@ describe("runs end to end", () => {
     expect(done.status).toBe("failed");
     expect(done.steps[0]).toMatchObject({
       status: "failed",
-      attempts: 3,
+      attempt_count: 3,
       error: "the server answered 500",
       output: { status_code: 500, body: { error: "down" } },
     });
@@ -187,7 +187,7 @@ describe("runs end to end", () => {
     const run = await start(wf.id);
     const done = await ended(wf.id, run.id);
     expect(done.status).toBe("failed");
-    expect(done.steps[0]).toMatchObject({ attempts: 1, error: "no answer within 150 ms" });
+    expect(done.steps[0]).toMatchObject({ attempt_count: 1, error: "no answer within 150 ms" });
   });
 
   it("cancel during a delay ends the run cancelled, and nothing after it runs", async () => {

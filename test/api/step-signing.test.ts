@@ -42,7 +42,7 @@ describe("http steps a receiver can trust", () => {
     const runId = await runs.start(wf.id);
     const run = await runs.ended(wf.id, runId);
     expect(run.status).toBe("succeeded");
-    expect(run.steps[0].attempts).toBe(3);
+    expect(run.steps[0].attempt_count).toBe(3);
     expect(on.target.got).toHaveLength(3);
     expect(on.target.got.map((r) => r.path)).toEqual(Array(3).fill(`/call/${runId}`));
     expect(on.target.got.map((r) => JSON.parse(r.body))).toEqual([1, 2, 3].map((attempt) => ({ run: runId, attempt, workflow: wf.id })));

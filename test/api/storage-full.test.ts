@@ -283,7 +283,7 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     expect(runs.body.data.map((r: { id: string }) => r.id)).toEqual([runId]);
     // The run's http step was answered, but the answer could not be stored: it is not reported done.
     const run = await call("GET", `/workflows/${workflowId}/runs/${runId}`);
-    expect(run.body.data).toMatchObject({ status: "running", steps: [{ status: "running", attempts: 0 }, { status: "pending" }] });
+    expect(run.body.data).toMatchObject({ status: "running", steps: [{ status: "running", attempt_count: 0 }, { status: "pending" }] });
 
     // /ready probes a write: not ready, and it says why.
     const probe = await ready();
@@ -332,7 +332,7 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     );
     expect(run.body.data).toMatchObject({
       status: "succeeded",
-      steps: [{ status: "succeeded", attempts: 1, output: { status_code: 200 } }, { status: "succeeded" }],
+      steps: [{ status: "succeeded", attempt_count: 1, output: { status_code: 200 } }, { status: "succeeded" }],
     });
     const held = await until(
       "the run's event",

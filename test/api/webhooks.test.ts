@@ -65,6 +65,7 @@ describe("POST /webhooks and its siblings", () => {
     expect(res.status).toBe(201);
     const wh = res.body.data;
     expect(wh).toEqual({
+      object: "webhook",
       id: expect.stringMatching(/^wh_[0-9a-z]{26}$/),
       url: rx.url("/crud"),
       events: ["order.created", "api_key.revoked"],

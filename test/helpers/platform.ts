@@ -5,6 +5,7 @@ import type { ServiceBroker } from "moleculer";
 import { request } from "undici";
 import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
+import { contractProblems } from "./contract";
 
 export interface IssuedKey {
   id: string;
@@ -103,7 +104,13 @@ export async function api<T = any>(baseUrl: string, method: string, path: string
   } catch {
     // not JSON: the test sees the text
   }
-  return { status: res.statusCode, headers: res.headers, body: parsed as T };
+  const answer = { status: res.statusCode, headers: res.headers, body: parsed as T };
+  // Every answer of every API test is held to the API reference (test/helpers/contract.ts).
+  if (baseUrl.endsWith("/v1")) {
+    const problems = contractProblems(method, path, answer);
+    if (problems.length > 0) throw new Error(`The answer contradicts the API reference:\n${problems.join("\n")}`);
+  }
+  return answer;
 }
 
 /** The contract's error shape, asserted in one place. */

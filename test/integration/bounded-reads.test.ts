@@ -320,7 +320,7 @@ describe("bounded reads", () => {
     expect(hooks.webhooks.find((w: any) => w.webhook_id === ok.id)).toMatchObject({
       total: 2000,
       by_status: { succeeded: 2000, pending: 0 },
-      attempts: { total: 2000, succeeded: 2000 },
+      attempt_counts: { total: 2000, succeeded: 2000 },
     });
     const runs = big.get("/analytics/workflows")!.body.data;
     expect(runs.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({

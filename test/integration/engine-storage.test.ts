@@ -167,7 +167,7 @@ describe("run engine on a failing store", () => {
     const stored = (await runs.get(ALL_TENANTS, run.id)) as RunDoc;
     // One send per claim: the first and a re-send each time the claim lapsed, and no more.
     expect(hits.filter((h) => h === "/lost")).toHaveLength(MAX_STALLS);
-    expect(stored.steps[0]).toMatchObject({ status: "failed", attempts: 0, output: null });
+    expect(stored.steps[0]).toMatchObject({ status: "failed", attempt_count: 0, output: null });
     expect(stored.steps[0].error).toBe(
       `the run stopped: its progress could not be stored in ${MAX_STALLS} tries in a row (the store failed, or the node driving it stopped); given up`,
     );

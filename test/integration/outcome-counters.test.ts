@@ -138,6 +138,6 @@ it("counts every attempt, settlement and run once across two nodes writing the s
   expect(answer).toMatchObject({
     total,
     by_status: { pending: 0, succeeded: truth.succeeded, failed: truth.failed },
-    attempts: { succeeded: truth.attempts_succeeded, failed: truth.attempts_failed },
+    attempt_counts: { succeeded: truth.attempts_succeeded, failed: truth.attempts_failed },
   });
 }, 90_000);

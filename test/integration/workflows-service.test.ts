@@ -122,7 +122,7 @@ describe("the workflows service alone on a broker", () => {
     const waiting = await runUntil(wf.id, started.id, "waiting");
     await waitFor("the run at its approval step", async () => (await run(wf.id, started.id)).steps[2].status === "waiting", 10_000);
     const atApproval = await run(wf.id, started.id);
-    expect(waiting.steps[0]).toMatchObject({ status: "succeeded", attempts: 1, output: { status_code: 200, body: { ref: "R-1" } } });
+    expect(waiting.steps[0]).toMatchObject({ status: "succeeded", attempt_count: 1, output: { status_code: 200, body: { ref: "R-1" } } });
     const request = requests.find((r) => r.path === "/orders/o1");
     expect(request).toMatchObject({ method: "POST", body: '{"qty":3}' });
     expect(request!.headers).toMatchObject({ "x-order": "o1", "content-type": "application/json", "user-agent": "wfp-workflows/1" });
@@ -180,7 +180,7 @@ describe("the workflows service alone on a broker", () => {
     expect(hits["/flaky"]).toBe(3);
     expect(done.steps[0]).toMatchObject({
       status: "succeeded",
-      attempts: 3,
+      attempt_count: 3,
       error: null,
       output: { status_code: 200, body: { ok: true } },
     });
@@ -204,7 +204,7 @@ describe("the workflows service alone on a broker", () => {
     expect(hits["/down"]).toBe(2);
     expect(failed.steps[0]).toMatchObject({
       status: "failed",
-      attempts: 2,
+      attempt_count: 2,
       error: "the server answered 500",
       output: { status_code: 500 },
     });

@@ -77,7 +77,7 @@ function Rate({ title, state, unit }: { title: string; state: ReturnType<typeof 
             </p>
             <p class="muted small">
               {o.total} in the window
-              {o.attempts && ` · ${o.attempts.total} attempts`}
+              {o.attempt_counts && ` · ${o.attempt_counts.total} attempts`}
               {o.success_rate === null && ` · no ${unit} yet`}
             </p>
             {o.delivery_success_rate !== undefined && (

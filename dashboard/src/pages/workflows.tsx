@@ -390,7 +390,7 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
                 <li key={s.id} class={`run-step ${s.status}`} aria-label={`Step ${s.id}: ${s.status}`}>
                   <header>
                     <code>{s.id}</code> <span class="chip">{s.type}</span> <Status value={s.status} />
-                    {s.attempts > 1 && <small class="muted"> {s.attempts} attempts</small>}
+                    {s.attempt_count > 1 && <small class="muted"> {s.attempt_count} attempts</small>}
                     <small class="muted right">
                       <Time at={s.started_at} /> → <Time at={s.finished_at} />
                     </small>

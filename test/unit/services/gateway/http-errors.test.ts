@@ -20,4 +20,26 @@ describe("toHttpError", () => {
     expect(res).toMatchObject({ status: 500, code: "internal_error" });
     expect(res.message).not.toContain("mongodb");
   });
+  it("words each rule kind with the field, the rule and the value received (as JSON, cut short)", () => {
+    const message = (failure: object) => toHttpError({ name: "ValidationError", data: [failure] }).message;
+    expect(message({ type: "enumValue", field: "status", expected: "queued, running", actual: "done" })).toBe(
+      'status must be one of "queued", "running"; received "done"',
+    );
+    expect(message({ type: "number", field: "limit", actual: "ten" })).toBe('limit must be a number; received "ten"');
+    expect(message({ type: "boolean", field: "ok", actual: 1 })).toBe("ok must be a boolean (true or false); received 1");
+    expect(message({ type: "array", field: "events", actual: "*" })).toBe('events must be an array; received "*"');
+    expect(message({ type: "object", field: "data", actual: [1] })).toBe("data must be an object; received [1]");
+    expect(message({ type: "email", field: "email", actual: "a@" })).toBe('email must be a valid e-mail address; received "a@"');
+    expect(message({ type: "stringPattern", field: "id", expected: "/^a$/", actual: "b" })).toBe(
+      'id must match the pattern /^a$/; received "b"',
+    );
+    expect(message({ type: "stringMax", field: "name", expected: 3, actual: 5 })).toBe(
+      "name must be at most 3 characters long; received 5",
+    );
+    expect(message({ type: "string", field: "name", actual: "x".repeat(200) })).toBe(`name must be a string; received "${"x".repeat(79)}…`);
+    expect(toHttpError({ name: "ValidationError", data: [{ type: "required", field: "name", actual: null }] })).toMatchObject({
+      code: "parameter_invalid",
+      message: "name cannot be null; leave it out instead",
+    });
+  });
 });

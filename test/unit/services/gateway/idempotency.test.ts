@@ -1,4 +1,4 @@
-import { fingerprintOf, withoutSecret } from "../../../../services/gateway/idempotency";
+import { canonicalJson, fingerprintOf, withoutSecret } from "../../../../services/gateway/idempotency";
 
 describe("idempotency fingerprints and secrets", () => {
   it("differ by calling key, method, path, query and body", () => {
@@ -12,6 +12,17 @@ describe("idempotency fingerprints and secrets", () => {
         fingerprintOf("key_a", "POST", "/v1/x", "a=1", { b: 2 }),
       ]).size,
     ).toBe(5);
+  });
+
+  it("are equal for the same parsed body and query, whatever the order of their keys", () => {
+    expect(fingerprintOf("key_a", "POST", "/v1/x", "a=1&b=2", { b: { d: [1, { f: 1, e: 2 }], c: 1 }, a: null })).toBe(
+      fingerprintOf("key_a", "POST", "/v1/x", "b=2&a=1", { a: null, b: { c: 1, d: [1, { e: 2, f: 1 }] } }),
+    );
+    // Arrays keep their order: [1, 2] is not [2, 1].
+    expect(fingerprintOf("key_a", "POST", "/v1/x", null, { a: [1, 2] })).not.toBe(
+      fingerprintOf("key_a", "POST", "/v1/x", null, { a: [2, 1] }),
+    );
+    expect(canonicalJson({ b: 1, a: { d: "\n", c: [true, null] } })).toBe('{"a":{"c":[true,null],"d":"\\n"},"b":1}');
   });
 
   it("keep an answer without its secret field", () => {

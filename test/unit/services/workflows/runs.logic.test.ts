@@ -18,6 +18,7 @@ import {
   rerun,
   retry,
   retryDelay,
+  runView,
   updateOf,
   wait,
   type Clock,
@@ -147,7 +148,7 @@ describe("an http step", () => {
     const write = attempted(running, { ok: true, output: { status_code: 200, body: { ref: "R-1" } }, error: null }, at(T0 + 50), 1_000);
     const after = apply(running, write);
     expect(after).toMatchObject({ status: "running", cursor: 1, rev: 2, lease: "L1", due_at: T0 + 50 + MARGIN });
-    expect(after.steps[0]).toMatchObject({ status: "succeeded", attempts: 1, error: null, finished_at: iso(T0 + 50) });
+    expect(after.steps[0]).toMatchObject({ status: "succeeded", attempt_count: 1, error: null, finished_at: iso(T0 + 50) });
     expect(after.steps[0].output).toEqual({ status_code: 200, body: { ref: "R-1" } });
     expect(after.stalls).toBeUndefined();
     expect(write.events).toEqual([]);
@@ -164,18 +165,18 @@ describe("an http step", () => {
     expect(write.released).toBe(true);
     expect(after).toMatchObject({ status: "running", cursor: 0, due_at: T0 + 50 + retryDelay(1_000, 1) });
     expect(after.lease).toBeUndefined();
-    expect(after.steps[0]).toMatchObject({ status: "running", attempts: 1, error: "the server answered 503" });
+    expect(after.steps[0]).toMatchObject({ status: "running", attempt_count: 1, error: "the server answered 503" });
     // Due again: the same step, still running, makes its next request.
     expect(nextMove(claimed(after, "L2"), at(T0 + 2_000)).kind).toBe("call");
   });
 
   it("finish: out of retries, the step fails and the run with it; the steps after it are skipped and workflow.completed queued", () => {
-    const retried = { ...running, steps: running.steps.map((s, i) => (i === 0 ? { ...s, attempts: 1 } : s)) };
+    const retried = { ...running, steps: running.steps.map((s, i) => (i === 0 ? { ...s, attempt_count: 1 } : s)) };
     const write = attempted(retried, { ok: false, output: null, error: "timed out" }, at(T0 + 50), 1_000);
     const after = apply(retried, write);
     expect(after).toMatchObject({ status: "failed", finished_at: iso(T0 + 50), lease: "L1" });
     expect(after.steps.map((s) => s.status)).toEqual(["failed", "skipped", "skipped", "skipped"]);
-    expect(after.steps[0]).toMatchObject({ attempts: 2, error: "timed out" });
+    expect(after.steps[0]).toMatchObject({ attempt_count: 2, error: "timed out" });
     expect(write.events).toEqual([
       {
         id: expect.stringMatching(/^evt_/),
@@ -190,6 +191,19 @@ describe("an http step", () => {
     expect(parked.outbox).toEqual([]);
     expect(parked.lease).toBeUndefined();
     expect(parked.due_at).toBeUndefined();
+  });
+
+  it("counts the tries of a run stored before attempts was named attempt_count, and shows it under the new name", () => {
+    const legacy = {
+      ...running,
+      steps: running.steps.map(({ attempt_count: _c, ...s }, i) => ({ ...s, attempts: i === 0 ? 2 : 0 })),
+    } as unknown as RunDoc;
+    const write = attempted(legacy, { ok: false, output: null, error: "timed out" }, at(T0 + 50), 1_000);
+    expect(apply(legacy, write).steps[0]).toMatchObject({ status: "failed", attempt_count: 3 });
+    const view = runView(legacy);
+    expect(view.steps[0]).toEqual(expect.objectContaining({ attempt_count: 2 }));
+    expect(view.steps[0]).not.toHaveProperty("attempts");
+    expect(view.object).toBe("run");
   });
 
   it("a template that reads a truncated output fails the step for good", () => {
@@ -339,7 +353,7 @@ describe("an emit step", () => {
     expect(after).toMatchObject({ status: "succeeded", cursor: 4, finished_at: iso(T0), lease: "L1" });
     expect(write.events.map((e) => e.type)).toEqual(["order.done", "workflow.completed"]);
     expect(write.events[0].data).toEqual({ ref: "R-1" });
-    expect(after.steps[3]).toMatchObject({ status: "succeeded", attempts: 1, output: { event_id: write.events[0].id } });
+    expect(after.steps[3]).toMatchObject({ status: "succeeded", attempt_count: 1, output: { event_id: write.events[0].id } });
   });
 
   it("data too deep for an event fails the step after one attempt", () => {
@@ -348,7 +362,7 @@ describe("an emit step", () => {
     const r = { ...atEmit, input: { deep }, definition: STEPS.map((s) => (s.id === "tell" ? { ...s, data: { d: "{{input.deep}}" } } : s)) };
     const after = apply(r, writeOf(nextMove(r, at(T0))));
     expect(after.status).toBe("failed");
-    expect(after.steps[3]).toMatchObject({ status: "failed", attempts: 1 });
+    expect(after.steps[3]).toMatchObject({ status: "failed", attempt_count: 1 });
     expect(after.outbox.map((e) => e.type)).toEqual(["workflow.completed"]);
   });
 });
@@ -392,7 +406,7 @@ describe("retry and rerun", () => {
       due_at: T0 + 50,
       rev: failed.rev + 1,
     });
-    expect(after.steps.map((s) => [s.status, s.attempts, s.error])).toEqual([
+    expect(after.steps.map((s) => [s.status, s.attempt_count, s.error])).toEqual([
       ["pending", 0, null],
       ["pending", 0, null],
       ["pending", 0, null],

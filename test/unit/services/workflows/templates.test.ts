@@ -29,7 +29,7 @@ describe("templates", () => {
     const workflow = { id: "wf_1", org_id: "org_1", environment: "live", version: 1, steps: [{ id: "a", type: "delay", duration_ms: 1 }] };
     const run = newRun(workflow as WorkflowDoc, {}, { type: "manual" }, 0);
     expect(render("{{run.id}}/{{run.attempt}}/{{workflow.id}}", scopeOf(run))).toBe(`${run.id}/1/wf_1`);
-    run.steps[0].attempts = 2;
+    run.steps[0].attempt_count = 2;
     expect(render("{{run.attempt}}", scopeOf(run))).toBe(3);
     expect(render("Bearer {{secrets.T}}", scopeOf(run))).toBe("Bearer ");
     expect(render("Bearer {{secrets.T}}", scopeOf(run, { T: "tok" }))).toBe("Bearer tok");
