@@ -3,7 +3,7 @@ import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "../shared/errors";
 import { MAX_COUNTED } from "../shared/pagination";
 import { QUOTAS } from "../shared/quotas";
-import { idOf, REQUEST_COMPONENTS, REQUEST_RULES, RESOURCES } from "../shared/schemas";
+import { idOf, REQUEST_COMPONENTS, REQUEST_ID, REQUEST_RULES, RESOURCES } from "../shared/schemas";
 import { SCOPES } from "../shared/scopes";
 import { API_VERSIONS, LATEST_VERSION } from "../shared/versions";
 import { matchRoute } from "../services/gateway/routes";
@@ -98,7 +98,9 @@ const TAGS: Record<string, { name: string; description: string }> = {
   orgs: { name: "Organizations", description: "Who a key is, organizations, their members and environments" },
   "api-keys": { name: "API keys", description: "Keys, their scopes and environments" },
   events: { name: "Events", description: "The event log and its type catalogue" },
-  workflows: { name: "Workflows", description: "Workflow definitions and their runs" },
+  workflows: { name: "Workflows", description: "Workflow definitions, their versions and their runs" },
+  runs: { name: "Workflows", description: "Workflow definitions, their versions and their runs" },
+  secrets: { name: "Secrets", description: "Encrypted values http steps send as `{{secrets.NAME}}`; never shown again" },
   analytics: { name: "Analytics", description: "Usage and outcome counters by window" },
   webhooks: { name: "Webhooks", description: "Webhook endpoints and their delivery log" },
   listen: { name: "Listen", description: "The CLI's `listen --forward-to`: signed deliveries streamed to a developer's machine" },
@@ -127,6 +129,7 @@ const ERROR_STATUSES: Record<string, string> = {
   "413": "The body is over 1 MiB",
   "415": "A body that is not `application/json`",
   "429": "Over the key's, organization's or address's request budget: wait Retry-After seconds",
+  "408": "The body did not arrive in time (HTTP_BODY_TIMEOUT_MS); the connection is closed",
   "503": "The platform cannot serve it now (a service or the store is unreachable): retry after Retry-After seconds",
 };
 
@@ -219,6 +222,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       };
     }
     parameters.push({ $ref: "#/components/parameters/ServiceVersion" });
+    parameters.push({ $ref: "#/components/parameters/XRequestId" }, { $ref: "#/components/parameters/Traceparent" });
     if (route.method === "POST") parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
     const status = String(route.status ?? 200);
     const data = route.resource ? schemaRef(route.resource) : {};
@@ -263,7 +267,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
               content: { "text/event-stream": { schema: { type: "string" }, example: "event: session\ndata: {}\n\n" } },
             }
           : {
-              description: route.status === 201 ? "Created" : "OK",
+              description: route.status === 201 ? "Created" : route.status === 202 ? "Accepted: the work goes on in the background" : "OK",
               headers: okHeaders,
               content: { "application/json": { schema: okSchema, example: exampleOf(okSchema, components) } },
             },
@@ -307,9 +311,31 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
           description: "Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours",
           schema: { type: "string", minLength: 1, maxLength: 255, examples: ["order-1234-create"] },
         },
+        XRequestId: {
+          name: "X-Request-Id",
+          in: "header",
+          required: false,
+          description:
+            "Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it",
+          schema: REQUEST_ID,
+        },
+        Traceparent: {
+          name: "traceparent",
+          in: "header",
+          required: false,
+          description: "A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child",
+          schema: {
+            type: "string",
+            pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$",
+            examples: ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+          },
+        },
       },
       headers: {
-        RequestId: { description: "The request's id, as in error bodies", schema: { type: "string", pattern: "^req_" } },
+        RequestId: {
+          description: "The request's id, as in error bodies and log lines: the client's X-Request-Id when well-formed, else a new `req_…`",
+          schema: REQUEST_ID,
+        },
         ServiceVersion: { description: "The API version the answer follows", schema: { type: "string", enum: [...API_VERSIONS] } },
         RateLimitLimit: { description: "Requests the key may make per window", schema: { type: "integer" } },
         RateLimitRemaining: { description: "Requests left in this window", schema: { type: "integer" } },
@@ -321,7 +347,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
         },
         SecretRedacted: {
           description: "On an idempotent replay: the field of `data` that held a secret shown once, now null",
-          schema: { type: "string", enum: ["key", "secret"] },
+          schema: { type: "string", enum: [...new Set(routes.flatMap((r) => (r.secret ? [r.secret] : [])))] },
         },
         Location: { description: "The created resource's URL", schema: { type: "string", format: "uri-reference" } },
       },
@@ -360,6 +386,7 @@ const EXAMPLE_CODES: Record<string, keyof typeof ERROR_CODES> = {
   "401": "invalid_api_key",
   "403": "insufficient_scope",
   "404": "resource_not_found",
+  "408": "request_timeout",
   "409": "idempotency_key_reused",
   "413": "payload_too_large",
   "415": "unsupported_media_type",
@@ -377,7 +404,7 @@ const ERROR_SCHEMA: Json = {
         code: { type: "string", enum: Object.keys(ERROR_CODES) },
         message: { type: "string" },
         param: { type: "string" },
-        request_id: { type: "string", pattern: "^req_" },
+        request_id: REQUEST_ID,
       },
       required: ["type", "code", "message", "request_id"],
       additionalProperties: false,

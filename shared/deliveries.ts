@@ -87,7 +87,7 @@ export const DELIVERIES = collectionSpec<DeliveryDoc>("webhook_deliveries", [
  * batch of a job due (`due_at`), under a lease like a delivery's, so a node stopped or killed
  * mid-job leaves it to be resumed.
  */
-export interface RecoveryDoc extends Recovery {
+export interface RecoveryDoc extends Omit<Recovery, "object"> {
   org_id: string;
   /** The webhook id while the job runs: one running job per webhook (a unique, sparse index). */
   running?: string;
@@ -99,8 +99,10 @@ export interface RecoveryDoc extends Recovery {
   lease?: string;
 }
 
-export const recoveryView = ({ org_id: _o, running: _r, cursor: _c, end: _e, due_at: _d, lease: _l, ...view }: RecoveryDoc): Recovery =>
-  view;
+export const recoveryView = ({ org_id: _o, running: _r, cursor: _c, end: _e, due_at: _d, lease: _l, ...view }: RecoveryDoc): Recovery => ({
+  object: "recovery",
+  ...view,
+});
 
 /** Recovery jobs: owned by the webhook dispatcher, read by the webhooks service's API. */
 export const RECOVERIES = collectionSpec<RecoveryDoc>("webhook_recoveries", [

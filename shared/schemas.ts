@@ -1,6 +1,7 @@
 import { EVENT_TYPE_MAX, RESERVED_PREFIXES, SYSTEM_EVENT_TYPES } from "./events";
 import { SCOPE_NAMES } from "./scopes";
-import { DELIVERY_STATUSES, HTTP_METHODS, RUN_STATUSES } from "./wire";
+import { REQUEST_ID_PATTERN } from "./trace";
+import { ATTEMPT_RESPONSE_LIMITS, DELIVERY_STATUSES, HTTP_METHODS, RECOVERY_STATUSES, RUN_STATUSES } from "./wire";
 
 /**
  * The API's resources and the request rules the validators do not state, as JSON Schema (2020-12,
@@ -14,6 +15,10 @@ export type JsonSchema = { [key: string]: unknown };
 
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as string, "null"] });
+/** A component or null (3.1: a `$ref` takes no `type`, so null is the other branch). */
+const refOrNull = (name: string): JsonSchema => ({ oneOf: [ref(name), { type: "null" }] });
+/** A request's id (Request-Id, error bodies): ours (`req_…`) or the client's own X-Request-Id when well-formed. */
+export const REQUEST_ID = { type: "string", pattern: REQUEST_ID_PATTERN.source, examples: ["req_01jdx3kq9v7c2m5n8p4r6t0w1y"] } as const;
 const time = { type: "string", format: "date-time", examples: ["2026-11-23T10:00:00.000Z"] } as const;
 /** An id: a prefix, `_` and a lower-case ULID (shared/ids.ts). */
 export const idOf = (prefix: string): JsonSchema => ({
@@ -51,6 +56,8 @@ const object = (name: string, properties: Record<string, JsonSchema>, optional: 
 
 const objectTag = (value: string): JsonSchema => ({ type: "string", const: value });
 
+const headerMap = (description: string): JsonSchema => ({ type: "object", additionalProperties: { type: "string" }, description });
+
 const attempt = object(
   "Attempt",
   {
@@ -59,9 +66,40 @@ const attempt = object(
     status_code: { type: ["integer", "null"] },
     duration_ms: { type: "number", minimum: 0 },
     error: { type: ["string", "null"] },
-    response_excerpt: { type: "string", description: "The start of the receiver's answer (listener attempts)" },
+    request: object(
+      "AttemptRequest",
+      {
+        method: { type: "string", const: "POST" },
+        url: { type: "string" },
+        headers: headerMap("The headers sent, without the signatures (secret-derived)"),
+        body_bytes: { type: "integer", minimum: 0, description: "The body's length in bytes (the body is the delivery's `payload`)" },
+      },
+      [],
+      "What the attempt sent: absent in lists, on attempts made before they were recorded and on attempts that sent nothing",
+    ),
+    response: object(
+      "AttemptResponse",
+      {
+        headers: {
+          ...headerMap("The receiver's headers, bounded"),
+          maxProperties: ATTEMPT_RESPONSE_LIMITS.headers,
+          propertyNames: { maxLength: ATTEMPT_RESPONSE_LIMITS.headerNameChars },
+        },
+        headers_omitted: { type: "integer", minimum: 1, description: "Headers left out (past the count or size bound)" },
+        body: {
+          type: "string",
+          description: `The first ${ATTEMPT_RESPONSE_LIMITS.bodyBytes} bytes of the body: UTF-8 text, or base64 when \`body_encoding\` says so`,
+        },
+        body_encoding: { type: "string", enum: ["utf8", "base64"] },
+        body_bytes: { type: "integer", minimum: 0, description: "The whole body's length in bytes as far as it was read" },
+        body_truncated: { type: "boolean" },
+      },
+      ["headers_omitted"],
+      "What the receiver answered: absent when nothing answered, and in lists",
+    ),
+    response_excerpt: { type: "string", description: "The start of the local answer's body (listener attempts)" },
   },
-  ["response_excerpt"],
+  ["request", "response", "response_excerpt"],
 );
 
 const httpStep = object(
@@ -102,6 +140,8 @@ export const RESOURCES: Record<string, JsonSchema> = {
     org_id: idOf("org"),
     email: { type: "string", format: "email" },
     role: { type: "string", enum: ["owner", "admin", "developer", "viewer"] },
+    role_changed_by: { ...refOrNull("Actor"), description: "Who last changed the role (null: never changed)" },
+    role_changed_at: nullable(time),
     created_at: time,
     updated_at: time,
   }),
@@ -130,9 +170,16 @@ export const RESOURCES: Record<string, JsonSchema> = {
     last4: { type: "string", minLength: 4, maxLength: 4 },
     created_at: time,
     revoked_at: nullable(time),
+    revoked_by: { ...refOrNull("Actor"), description: "The key that revoked it (null: not revoked, or revoked before the audit trail)" },
     expires_at: nullable(time),
     last_used_at: nullable(time),
   }),
+  Actor: object(
+    "Actor",
+    { key_id: idOf("key"), key_name: { type: ["string", "null"], description: "The key's name then" } },
+    [],
+    "Who did something through the API: the key it used",
+  ),
   Event: object("Event", {
     object: objectTag("event"),
     id: idOf("evt"),
@@ -153,34 +200,62 @@ export const RESOURCES: Record<string, JsonSchema> = {
     },
     ["first_seen_at"],
   ),
-  Webhook: object("Webhook", {
-    object: objectTag("webhook"),
-    id: idOf("wh"),
-    environment,
-    url: { type: "string", format: "uri", examples: ["https://example.com/webhooks"] },
-    events: { type: "array", items: { type: "string" } },
-    description: { type: ["string", "null"] },
-    status: { type: "string", enum: ["enabled", "disabled"] },
-    disabled_reason: { type: ["string", "null"] },
-    consecutive_failures: { type: "integer", minimum: 0 },
-    rate_limit: { type: ["integer", "null"] },
-    created_at: time,
-    updated_at: time,
-  }),
+  Webhook: object(
+    "Webhook",
+    {
+      object: objectTag("webhook"),
+      id: idOf("wh"),
+      environment,
+      url: { type: "string", format: "uri", examples: ["https://example.com/webhooks"] },
+      events: { type: "array", items: { type: "string" } },
+      description: { type: ["string", "null"] },
+      status: { type: "string", enum: ["enabled", "disabled"] },
+      disabled_reason: { type: ["string", "null"] },
+      consecutive_failures: { type: "integer", minimum: 0 },
+      rate_limit: { type: ["integer", "null"], minimum: 1, description: "Deliveries per second at most; null: unlimited" },
+      created_at: time,
+      updated_at: time,
+      health: ref("WebhookHealth"),
+    },
+    ["health"],
+  ),
+  WebhookHealth: object(
+    "WebhookHealth",
+    {
+      last_attempt: {
+        oneOf: [object("LastAttempt", { at: time, status_code: { type: ["integer", "null"] }, ok: { type: "boolean" } }), { type: "null" }],
+        description: "The last attempt that got an answer or failed (status_code null: no answer); null before any",
+      },
+      consecutive_failed_attempts: { type: "integer", minimum: 0 },
+      attempts_24h: object("Attempts24h", {
+        total: { type: "integer", minimum: 0 },
+        succeeded: { type: "integer", minimum: 0 },
+        failed: { type: "integer", minimum: 0 },
+      }),
+      success_rate_24h: { type: ["number", "null"], minimum: 0, maximum: 1 },
+    },
+    [],
+    "GET /webhooks and GET /webhooks/{id} only: how its attempts are going, from counters kept as attempts end",
+  ),
   Attempt: attempt,
-  Delivery: object("Delivery", {
-    object: objectTag("delivery"),
-    id: idOf("del"),
-    environment,
-    webhook_id: { type: "string" },
-    event_id: idOf("evt"),
-    event_type: EVENT_TYPE,
-    status: { type: "string", enum: [...DELIVERY_STATUSES] },
-    attempts: { type: "array", items: ref("Attempt") },
-    next_attempt_at: nullable(time),
-    created_at: time,
-    updated_at: time,
-  }),
+  Delivery: object(
+    "Delivery",
+    {
+      object: objectTag("delivery"),
+      id: idOf("del"),
+      environment,
+      webhook_id: { type: "string" },
+      event_id: idOf("evt"),
+      event_type: EVENT_TYPE,
+      status: { type: "string", enum: [...DELIVERY_STATUSES] },
+      attempts: { type: "array", items: ref("Attempt") },
+      next_attempt_at: nullable(time),
+      created_at: time,
+      updated_at: time,
+      test: { const: true, description: "A test event sent by POST /webhooks/{id}/test (not in the event log)" },
+    },
+    ["test"],
+  ),
   ManualTrigger: object("ManualTrigger", { type: { const: "manual" } }),
   EventTrigger: object("EventTrigger", { type: { const: "event" }, event_type: SUBSCRIBABLE_EVENT_TYPE }),
   Trigger: {
@@ -206,6 +281,39 @@ export const RESOURCES: Record<string, JsonSchema> = {
       },
     },
   },
+  Recovery: object(
+    "Recovery",
+    {
+      object: objectTag("recovery"),
+      id: idOf("rcv"),
+      environment,
+      webhook_id: idOf("wh"),
+      status: { type: "string", enum: [...RECOVERY_STATUSES] },
+      since: time,
+      until: nullable(time),
+      total: { type: "integer", minimum: 0, description: "Failed deliveries in the range when the job started (up to 10,000)" },
+      total_capped: { const: true },
+      done: { type: "integer", minimum: 0, description: "Deliveries redelivered so far" },
+      created_at: time,
+      updated_at: time,
+      finished_at: nullable(time),
+    },
+    ["total_capped"],
+    "A background job redelivering a webhook's failed deliveries created in [since, until)",
+  ),
+  Secret: object(
+    "Secret",
+    {
+      object: objectTag("secret"),
+      name: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_]{0,63}$", examples: ["STRIPE_KEY"] },
+      environment,
+      key_id: { type: "string", description: "The SECRETS_KEYS key that encrypts it" },
+      created_at: time,
+      updated_at: time,
+    },
+    [],
+    "A secret as the API shows it: never its value",
+  ),
   Workflow: object("Workflow", {
     object: objectTag("workflow"),
     id: idOf("wf"),
@@ -219,34 +327,73 @@ export const RESOURCES: Record<string, JsonSchema> = {
     created_at: time,
     updated_at: time,
   }),
-  RunStep: object("RunStep", {
-    id: { type: "string" },
-    type: { type: "string", enum: ["http", "delay", "approval", "emit"] },
-    status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
-    output: {},
-    error: { type: ["string", "null"] },
-    attempt_count: { type: "integer", minimum: 0, description: "How many times the step was tried" },
-    started_at: nullable(time),
-    finished_at: nullable(time),
-  }),
-  Run: object("Run", {
-    object: objectTag("run"),
-    id: idOf("run"),
-    environment,
-    workflow_id: idOf("wf"),
-    workflow_version: { type: "integer", minimum: 1 },
-    status: { type: "string", enum: [...RUN_STATUSES] },
-    input: anyObject,
-    steps: { type: "array", items: ref("RunStep") },
-    trigger: {
-      oneOf: [
-        object("ManualRunTrigger", { type: { const: "manual" } }),
-        object("EventRunTrigger", { type: { const: "event" }, event_id: idOf("evt"), event_type: EVENT_TYPE }),
-      ],
+  RunStep: object(
+    "RunStep",
+    {
+      id: { type: "string" },
+      type: { type: "string", enum: ["http", "delay", "approval", "emit"] },
+      status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
+      output: {},
+      error: { type: ["string", "null"] },
+      attempt_count: { type: "integer", minimum: 0, description: "How many times the step was tried" },
+      started_at: nullable(time),
+      finished_at: nullable(time),
+      message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
+      decision: { ...refOrNull("ApprovalDecision"), description: "Approval steps, once decided" },
     },
+    ["message", "decision"],
+  ),
+  ApprovalDecision: object("ApprovalDecision", {
+    decision: { type: "string", enum: ["approved", "rejected"] },
+    comment: { type: ["string", "null"] },
+    decided_by: ref("Actor"),
+    decided_at: time,
+  }),
+  Run: object(
+    "Run",
+    {
+      object: objectTag("run"),
+      id: idOf("run"),
+      environment,
+      workflow_id: idOf("wf"),
+      workflow_version: { type: "integer", minimum: 1 },
+      status: { type: "string", enum: [...RUN_STATUSES] },
+      input: anyObject,
+      steps: { type: "array", items: ref("RunStep") },
+      trigger: {
+        oneOf: [
+          object("ManualRunTrigger", { type: { const: "manual" } }),
+          object("EventRunTrigger", { type: { const: "event" }, event_id: idOf("evt"), event_type: EVENT_TYPE }),
+        ],
+      },
+      attempt: { type: "integer", minimum: 1, description: "1, and one more with every retry of the run" },
+      rerun_of: { ...nullable(idOf("run")), description: "The run this one reruns, or null" },
+      pending_approval: {
+        oneOf: [
+          object("PendingApproval", { step_id: { type: "string" }, message: { type: ["string", "null"] }, requested_at: time }),
+          { type: "null" },
+        ],
+        description: "While the run waits for a person: what it asks; null otherwise",
+      },
+      cancelled_by: { ...refOrNull("Actor"), description: "Who cancelled it through the API" },
+      cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", null] },
+      created_at: time,
+      updated_at: time,
+      finished_at: nullable(time),
+    },
+    ["cancelled_by", "cancel_reason"],
+  ),
+  WorkflowVersion: object("WorkflowVersion", {
+    object: objectTag("workflow_version"),
+    workflow_id: idOf("wf"),
+    version: { type: "integer", minimum: 1 },
+    name: { type: "string" },
+    description: { type: ["string", "null"] },
+    status: { type: "string", enum: ["active", "inactive"] },
+    trigger: ref("Trigger"),
+    steps: { type: "array", items: ref("Step") },
     created_at: time,
-    updated_at: time,
-    finished_at: nullable(time),
+    created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
   }),
   UsageReport: object("UsageReport", {
     object: objectTag("usage_report"),
@@ -328,6 +475,30 @@ RESOURCES.NewApiKey = withSecret(
   "key",
   "The key itself: in this answer only (null in an idempotent replay of it)",
 );
+RESOURCES.WorkflowWithSecret = withSecret(
+  RESOURCES.Workflow,
+  "WorkflowWithSecret",
+  "signing_secret",
+  "The secret that signs its http steps' requests: in this answer only (null in an idempotent replay of it)",
+);
+RESOURCES.DeliveryDetail = {
+  ...RESOURCES.Delivery,
+  title: "DeliveryDetail",
+  properties: {
+    ...(RESOURCES.Delivery.properties as Record<string, JsonSchema>),
+    payload: {
+      ...anyObject,
+      type: ["object", "null"],
+      description: "The JSON body every attempt sent; null once the event is no longer stored",
+    },
+  },
+  required: [...(RESOURCES.Delivery.required as string[]), "payload"],
+};
+RESOURCES.TestDelivery = {
+  ...RESOURCES.Delivery,
+  title: "TestDelivery",
+  required: [...(RESOURCES.Delivery.required as string[]), "test"],
+};
 RESOURCES.WebhookWithSecret = withSecret(
   RESOURCES.Webhook,
   "WebhookWithSecret",
@@ -404,6 +575,14 @@ const date = {
   description: "An ISO 8601 date (UTC) or a time with a zone",
   examples: ["2026-11-23T10:00:00Z"],
 };
+/** A time (GET /runs' range): a date, `T` and a time, as Date.parse reads it. */
+const instant = {
+  type: "string",
+  maxLength: 64,
+  pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,3})?)?(Z|[+-]\\d{2}:\\d{2})?$",
+  description: "An ISO 8601 time, e.g. 2026-01-31T12:00:00Z",
+  examples: ["2026-01-31T12:00:00Z"],
+};
 const steps = { type: "array", minItems: 1, maxItems: 50, items: ref("StepInput"), description: "At most 256 KiB as JSON in all" };
 const webhookUrl = {
   type: "string",
@@ -437,6 +616,15 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "events.emit": { type: CUSTOM_EVENT_TYPE, data: { ...anyObject, description: "At most 64 KiB as JSON", default: {} } },
   "webhooks.create": { url: webhookUrl, events: subscription },
   "webhooks.update": { url: webhookUrl, events: subscription },
+  "webhooks.deliveries": { created_after: date, created_before: date },
+  "webhooks.recover": { since: date, until: { ...date, description: "After since; absent: up to now" } },
+  "webhooks.test": {
+    event_type: { ...EVENT_TYPE, description: "One the webhook subscribes to (by default its first; `webhook.test` for `*`)" },
+  },
+  "workflows.listAllRuns": { created_after: instant, created_before: instant },
+  "workflows.createSecret": {
+    name: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_]{0,63}$", description: "As in `{{secrets.NAME}}`", examples: ["STRIPE_KEY"] },
+  },
   "analytics.usage": { from: date, to: date },
   "analytics.workflows": { from: date, to: date },
   "analytics.webhooks": { from: date, to: date },

@@ -182,6 +182,7 @@ export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
 
 /** POST /webhooks/{id}/recover: a background job redelivering a webhook's failed deliveries created in [since, until). */
 export interface Recovery {
+  object: "recovery";
   id: string;
   environment: Environment;
   webhook_id: string;
@@ -300,6 +301,7 @@ export type WorkflowWithSecret = Workflow & { signing_secret: string };
 
 /** A secret as the API shows it: never its value. */
 export interface Secret {
+  object: "secret";
   name: string;
   environment: Environment;
   /** The SECRETS_KEYS key that encrypts it (a rotation re-encrypts each under the new key on its next use or write). */

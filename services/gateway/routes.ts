@@ -160,7 +160,7 @@ export const ROUTES: readonly RouteDef[] = [
     path: "/webhooks/{id}/deliveries/{delivery_id}",
     action: "webhooks.delivery",
     scope: "webhooks:read",
-    resource: "Delivery",
+    resource: "DeliveryDetail",
   },
   {
     method: "POST",
@@ -244,7 +244,9 @@ export function matchRoute(method: string, path: string): RouteMatch {
  * reads it (a listener's attempt has none).
  */
 export function locationOf(path: string, body: unknown): string | undefined {
-  const id = (body as { data?: { id?: unknown } } | null)?.data?.id;
+  // A secret is known by its name (GET /secrets/{name}); everything else by its id.
+  const data = (body as { data?: { id?: unknown; name?: unknown; object?: unknown } } | null)?.data;
+  const id = data?.object === "secret" ? data.name : data?.id;
   if (typeof id !== "string") return undefined;
   const candidate = `${path.replace(/\/$/, "")}/${encodeURIComponent(id)}`;
   return matchRoute("GET", candidate).route === undefined ? undefined : `/v1${candidate}`;

@@ -534,7 +534,7 @@ export function retry(run: RunDoc, now: number): RunWrite {
   const attempt = (run.attempt ?? 1) + 1;
   if (attempt > MAX_RUN_RETRIES + 1)
     throw new ApiError("invalid_state", `The run was retried ${MAX_RUN_RETRIES} times already; rerun it`, { param: "run_id" });
-  const fresh = { status: "pending" as const, output: null, error: null, attempts: 0, started_at: null, finished_at: null };
+  const fresh = { status: "pending" as const, output: null, error: null, attempt_count: 0, started_at: null, finished_at: null };
   const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
   return written(run, { status: "queued", attempt, cursor: at, steps, finished_at: null }, { kind: "due", at: now }, now, true);
 }

@@ -14,7 +14,7 @@ export const SECRET_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 export const SECRET_VALUE_MAX_CHARS = 8192;
 
 /** A secret as stored: its metadata (shared/wire.ts) and the sealed value. */
-export interface SecretDoc extends Secret {
+export interface SecretDoc extends Omit<Secret, "object"> {
   id: string;
   org_id: string;
   /** base64: the nonce, the ciphertext, the GCM tag. */
@@ -31,6 +31,7 @@ export interface Sealed {
 }
 
 export const secretView = ({ name, environment, key_id, created_at, updated_at }: SecretDoc): Secret => ({
+  object: "secret",
   name,
   environment,
   key_id,

@@ -29,6 +29,7 @@ describe("secrets", () => {
     const created = await runs.call("POST", "/secrets", { name: "CRUD_TOKEN", value });
     expect(created.status).toBe(201);
     expect(created.body.data).toEqual({
+      object: "secret",
       name: "CRUD_TOKEN",
       environment: "live",
       key_id: "k1",
