@@ -22,6 +22,8 @@ const VALID: Record<string, Record<string, unknown>> = {
   "POST /events": { type: "order.created" },
   "POST /workflows": { name: "w", trigger: { type: "manual" }, steps: [{ id: "wait", type: "delay", duration_ms: 1 }] },
   "POST /webhooks": { url: "http://127.0.0.1:9/hook", events: ["order.shipped"] },
+  "POST /webhooks/{id}/recover": { since: "2026-01-01T00:00:00Z" },
+  "POST /secrets": { name: "TOKEN", value: "v" },
   "POST /listen/{id}/attempts": { delivery_id: "del_01jdx3aaaaaaaaaaaaaaaaaaaa", event_id: "evt_1", status_code: 200, duration_ms: 1 },
 };
 const baseOf = (f: RouteField): Record<string, unknown> => VALID[f.name] ?? {};
