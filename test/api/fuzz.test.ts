@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { ROUTES, type RouteDef } from "../../services/gateway/routes";
 import { brokenOf, valueOf, type Generation } from "../helpers/arbitraries";
@@ -13,7 +14,11 @@ import { waitFor } from "../../tools/procs";
  * the document allows is accepted (2xx), a body that breaks one of its rules is refused with 400.
  * Private targets are allowed so that webhooks and http steps point at a local receiver.
  */
-const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "100000" });
+const suite = usePlatform({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  RATE_LIMIT_MAX: "100000",
+  SECRETS_KEYS: `k1:${randomBytes(32).toString("base64")}`,
+});
 let receiver: Receiver;
 beforeAll(async () => {
   receiver = await startReceiver();
@@ -31,6 +36,8 @@ const pools: Record<string, string[][]> = {
   ApiKey: [],
   Member: [],
   Event: [],
+  Secret: [],
+  Recovery: [],
   /** Runs waiting for an approval, made before approve and reject are tried. */
   Waiting: [],
 };
@@ -42,6 +49,8 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
   if (route.path.startsWith("/orgs/")) return { prefix: "org" };
   if (route.path.startsWith("/api-keys/")) return { pool: "ApiKey", prefix: "key" };
   if (route.path.startsWith("/events/")) return { pool: "Event", prefix: "evt" };
+  if (route.path.startsWith("/secrets/")) return { pool: "Secret", prefix: "sec" };
+  if (route.path.includes("{job_id}")) return { pool: "Recovery", prefix: "rcv" };
   if (/approveRun|rejectRun/.test(route.action)) return { pool: "Waiting", prefix: "run" };
   if (route.path.includes("{run_id}")) return { pool: "Run", prefix: "run" };
   if (route.path.startsWith("/workflows/")) return { pool: "Workflow", prefix: "wf" };
@@ -51,7 +60,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
 }
 
 /** Operations whose answer depends on the resource's state: a valid request may meet 409 invalid_state. */
-const STATEFUL = /\.(startRun|cancelRun|approveRun|rejectRun|redeliver|updateMember|removeMember)$/;
+const STATEFUL = /\.(startRun|cancelRun|approveRun|rejectRun|retryRun|rerunRun|redeliver|retry|test|recover|updateMember|removeMember)$/;
 
 const ORDER = ["POST", "GET", "PATCH", "DELETE"];
 const operations = ROUTES.filter((r) => !r.stream)
@@ -63,6 +72,9 @@ const operations = ROUTES.filter((r) => !r.stream)
       a.route.path.split("/").length - b.route.path.split("/").length,
   );
 
+const pastTime = fc.integer({ min: 0, max: 300 }).map((days) => new Date(Date.now() - days * 86_400_000).toISOString());
+const futureTime = fc.integer({ min: 1, max: 300 }).map((days) => new Date(Date.now() + days * 86_400_000).toISOString());
+
 function generation(): Generation {
   return {
     schemas,
@@ -70,6 +82,11 @@ function generation(): Generation {
       url: fc.stringMatching(/^[a-z]{1,10}$/).map((p) => receiver.url(`/fuzz/${p}`)),
       // Pages within the depth a page may reach (page × per_page ≤ 10,000).
       page: fc.integer({ min: 1, max: 100 }),
+      // Times: in the past (ranges' starts) or the future (their ends), so a range is never empty by construction.
+      since: pastTime,
+      created_after: pastTime,
+      until: futureTime,
+      created_before: futureTime,
     },
   };
 }
@@ -100,7 +117,8 @@ function requestOf(route: RouteDef, op: any, g: Generation): fc.Arbitrary<() => 
         : [ABSENT(ids.prefix), ABSENT("del")]
       : known[pick % known.length];
     let i = 0;
-    const path = route.path.replace(/\{\w+\}/g, () => filled[i++]);
+    // A workflow's version: its first always exists, its 999th never (a number, not an id from a pool).
+    const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === "version" ? (absent ? "999" : "1") : filled[i++]));
     const params = { ...(q as Record<string, unknown>) };
     // A list pages either by number or by cursor.
     if (params.limit !== undefined) delete params.page;
@@ -113,13 +131,16 @@ function remember(route: RouteDef, path: string, res: ApiResponse): void {
   const data = res.body?.data;
   const parent = path.split("/")[2];
   // A key made for the test environment is not the live caller's to read.
+  if (route.action === "workflows.createSecret" && res.status === 201) pools.Secret.push([data.name]);
+  if (route.action === "webhooks.recover" && res.status === 202) pools.Recovery.push([parent, data.id]);
   if (route.method === "POST" && res.status === 201 && data?.id && (data.environment ?? "live") === "live") {
     const pool = { Run: "Run", Member: "Member" }[route.resource as string] ?? route.resource?.replace(/WithSecret|^New/g, "");
     if (pool && pools[pool]) pools[pool].push(pool === "Run" || pool === "Member" ? [parent, data.id] : [data.id]);
   }
   if (route.action === "webhooks.deliveries" && Array.isArray(data)) for (const d of data) pools.Delivery.push([parent, d.id]);
   if (route.method === "DELETE" && res.status === 200) {
-    for (const pool of Object.values(pools)) for (let i = pool.length - 1; i >= 0; i--) if (pool[i].includes(data.id)) pool.splice(i, 1);
+    const gone = data.object === "secret" ? data.name : data.id;
+    for (const pool of Object.values(pools)) for (let i = pool.length - 1; i >= 0; i--) if (pool[i].includes(gone)) pool.splice(i, 1);
   }
 }
 
@@ -142,6 +163,26 @@ async function waitingRuns(n: number): Promise<string[][]> {
   return runs;
 }
 
+/** Failed runs (an http step its target refuses, no retries), to retry. */
+async function failedRuns(n: number): Promise<string[][]> {
+  const key = suite.acme.live;
+  receiver.behave("/refuse", () => ({ status: 500 }));
+  const wf = await api(suite.p.baseUrl, "POST", "/workflows", {
+    key,
+    body: { name: "fails", trigger: { type: "manual" }, steps: [{ type: "http", url: receiver.url("/refuse"), retries: 0 }] },
+  });
+  const runs: string[][] = [];
+  for (let i = 0; i < n; i++) {
+    const run = await api(suite.p.baseUrl, "POST", `/workflows/${wf.body.data.id}/runs`, { key, body: {} });
+    runs.push([wf.body.data.id, run.body.data.id]);
+  }
+  await waitFor("the runs to fail", async () => {
+    const list = await api(suite.p.baseUrl, "GET", `/workflows/${wf.body.data.id}/runs?status=failed`, { key });
+    return list.body.data.length === n;
+  });
+  return runs;
+}
+
 describe("requests generated from the API reference, against a running server", () => {
   it("answers every operation as documented: valid requests accepted, broken bodies refused with 400, never a 5xx", async () => {
     const g = generation();
@@ -149,6 +190,7 @@ describe("requests generated from the API reference, against a running server", 
     const refusedBroken = new Set<string>();
     for (const { route, op } of operations) {
       if (/approveRun|rejectRun/.test(route.action)) pools.Waiting = await waitingRuns(3);
+      if (route.action === "workflows.retryRun") pools.Run.push(...(await failedRuns(3)));
       const label = `${route.method} ${route.path}`;
       seen[label] = new Set();
       const bodySchema = op.requestBody?.content["application/json"].schema;
@@ -175,7 +217,9 @@ describe("requests generated from the API reference, against a running server", 
           if (STATEFUL.test(route.action)) allowed.push(409);
           // A count quota (50 webhooks per environment, …) depends on what is stored, not on the request.
           const quota = res.status === 400 && res.body.error.code === "quota_exceeded";
-          expect({ what, ok: allowed.includes(res.status) || quota }).toEqual({ what, ok: true });
+          // A test event's type must be one the webhook (generated too) subscribes to: a rule of its state, not of the request.
+          const unsubscribed = route.action === "webhooks.test" && res.status === 400 && /does not subscribe/.test(res.body.error.message);
+          expect({ what, ok: allowed.includes(res.status) || quota || unsubscribed }).toEqual({ what, ok: true });
           remember(route, req.path, res);
         }),
         { numRuns: RUNS, endOnFailure: true },
@@ -196,7 +240,19 @@ describe("requests generated from the API reference, against a running server", 
         });
         receiver.setSecret("/all", hook.body.data.secret);
         pools.Webhook.push([hook.body.data.id]);
+        // And one whose receiver refuses: its delivery stays pending (the next attempt minutes away), to retry now.
+        receiver.behave("/refuse", () => ({ status: 500 }));
+        const refusing = await api(suite.p.baseUrl, "POST", "/webhooks", {
+          key: suite.acme.live,
+          body: { url: receiver.url("/refuse"), events: ["fuzz.done"] },
+        });
         await api(suite.p.baseUrl, "POST", "/events", { key: suite.acme.live, body: { type: "fuzz.done" } });
+        await waitFor("a failed attempt of the refused delivery", async () => {
+          const list = await api(suite.p.baseUrl, "GET", `/webhooks/${refusing.body.data.id}/deliveries`, { key: suite.acme.live });
+          const tried = list.body.data.filter((d: { attempts: unknown[] }) => d.attempts.length > 0);
+          for (const d of tried) pools.Delivery.push([refusing.body.data.id, d.id]);
+          return tried.length > 0;
+        });
         await waitFor("a delivery to the webhook", async () => {
           const list = await api(suite.p.baseUrl, "GET", `/webhooks/${hook.body.data.id}/deliveries`, { key: suite.acme.live });
           // Settled: a pending delivery cannot be redelivered yet.
