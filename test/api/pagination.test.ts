@@ -27,6 +27,12 @@ interface ListUnderTest {
 }
 
 let counter = 0;
+let runsWorkflow = "";
+const runsFrom: Record<number, string> = {};
+beforeAll(async () => {
+  const wf = await call("POST", "/workflows", { name: "paged runs", trigger: { type: "manual" }, steps: [{ type: "approval" }] });
+  runsWorkflow = wf.body.data.id;
+});
 const newestFirst = (a: string, b: string) => a > b;
 
 const LISTS: ListUnderTest[] = [
@@ -48,6 +54,17 @@ const LISTS: ListUnderTest[] = [
           steps: [{ id: "d", type: "delay", duration_ms: 1 }],
         })
       ).body.data.id,
+    keyOf: (item) => item.id!,
+    before: newestFirst,
+  },
+  {
+    name: "GET /runs?workflow_id=&created_after= (newest first by id)",
+    path: (run) => {
+      // One workflow's runs (each waits for its approval), from this property run's start.
+      runsFrom[run] = new Date().toISOString();
+      return `/runs?workflow_id=${runsWorkflow}&created_after=${encodeURIComponent(runsFrom[run])}&`;
+    },
+    insert: async () => (await call("POST", `/workflows/${runsWorkflow}/runs`, { input: {} })).body.data.id,
     keyOf: (item) => item.id!,
     before: newestFirst,
   },
@@ -126,6 +143,8 @@ describe.each(LISTS)("$name by cursor", (list) => {
           more = p.hasMore;
           cursor = cursorTo("starting_after", everything[everything.length - 1]);
         }
+        // What was just inserted is there (the walk below has something to prove).
+        expect(everything.length).toBeGreaterThanOrEqual(initial.length);
         const last = everything[everything.length - 1];
         const forward = await walk(path, ops, "starting_after");
         // Backwards from the last item: every other item, the newest inserts included at the front.
