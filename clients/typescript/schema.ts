@@ -228,6 +228,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/events/{id}/deliveries": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /events/{id}/deliveries
+     * @description Needs the `webhooks:read` scope.
+     */
+    get: operations["webhooksEventDeliveries"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/workflows": {
     parameters: {
       query?: never;
@@ -278,6 +298,26 @@ export interface paths {
      * @description Needs the `workflows:write` scope.
      */
     patch: operations["workflowsUpdate"];
+    trace?: never;
+  };
+  "/workflows/{id}/rotate-secret": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/rotate-secret
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsRotateSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   "/workflows/{id}/runs": {
@@ -379,6 +419,134 @@ export interface paths {
      */
     post: operations["workflowsRejectRun"];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/workflows/{id}/runs/{run_id}/retry": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/runs/{run_id}/retry
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsRetryRun"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/workflows/{id}/runs/{run_id}/rerun": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/runs/{run_id}/rerun
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsRerunRun"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/workflows/{id}/versions/{version}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /workflows/{id}/versions/{version}
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsGetVersion"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/runs": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /runs
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsListAllRuns"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/secrets": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /secrets
+     * @description Needs the `secrets:read` scope.
+     */
+    get: operations["workflowsListSecrets"];
+    put?: never;
+    /**
+     * POST /secrets
+     * @description Needs the `secrets:write` scope.
+     */
+    post: operations["workflowsCreateSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/secrets/{name}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /secrets/{name}
+     * @description Needs the `secrets:read` scope.
+     */
+    get: operations["workflowsGetSecret"];
+    put?: never;
+    post?: never;
+    /**
+     * DELETE /secrets/{name}
+     * @description Needs the `secrets:write` scope.
+     */
+    delete: operations["workflowsRemoveSecret"];
     options?: never;
     head?: never;
     patch?: never;
@@ -576,6 +744,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/webhooks/{id}/deliveries/{delivery_id}/retry": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /webhooks/{id}/deliveries/{delivery_id}/retry
+     * @description Needs the `webhooks:write` scope.
+     */
+    post: operations["webhooksRetry"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhooks/{id}/test": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /webhooks/{id}/test
+     * @description Needs the `webhooks:write` scope.
+     */
+    post: operations["webhooksTest"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhooks/{id}/recover": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /webhooks/{id}/recover
+     * @description Needs the `webhooks:write` scope.
+     */
+    post: operations["webhooksRecover"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhooks/{id}/recover/{job_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /webhooks/{id}/recover/{job_id}
+     * @description Needs the `webhooks:read` scope.
+     */
+    get: operations["webhooksRecovery"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/listen": {
     parameters: {
       query?: never;
@@ -682,6 +930,13 @@ export interface components {
       email: string;
       /** @enum {string} */
       role: "owner" | "admin" | "developer" | "viewer";
+      /** @description Who last changed the role (null: never changed) */
+      role_changed_by: components["schemas"]["Actor"] | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      role_changed_at: string | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -731,6 +986,8 @@ export interface components {
       | "webhooks:read"
       | "webhooks:write"
       | "analytics:read"
+      | "secrets:read"
+      | "secrets:write"
       | "org:admin";
     /** ApiKey */
     ApiKey: {
@@ -757,6 +1014,8 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       revoked_at: string | null;
+      /** @description The key that revoked it (null: not revoked, or revoked before the audit trail) */
+      revoked_by: components["schemas"]["Actor"] | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -767,6 +1026,16 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       last_used_at: string | null;
+    };
+    /**
+     * Actor
+     * @description Who did something through the API: the key it used
+     */
+    Actor: {
+      /** @example key_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      key_id: string;
+      /** @description The key's name then */
+      key_name: string | null;
     };
     /** Event */
     Event: {
@@ -824,6 +1093,7 @@ export interface components {
       status: "enabled" | "disabled";
       disabled_reason: string | null;
       consecutive_failures: number;
+      /** @description Deliveries per second at most; null: unlimited */
       rate_limit: number | null;
       /**
        * Format: date-time
@@ -835,6 +1105,31 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+      health?: components["schemas"]["WebhookHealth"];
+    };
+    /**
+     * WebhookHealth
+     * @description GET /webhooks and GET /webhooks/{id} only: how its attempts are going, from counters kept as attempts end
+     */
+    WebhookHealth: {
+      /** @description The last attempt that got an answer or failed (status_code null: no answer); null before any */
+      last_attempt: {
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        at: string;
+        status_code: number | null;
+        ok: boolean;
+      } | null;
+      consecutive_failed_attempts: number;
+      /** Attempts24h */
+      attempts_24h: {
+        total: number;
+        succeeded: number;
+        failed: number;
+      };
+      success_rate_24h: number | null;
     };
     /** Attempt */
     Attempt: {
@@ -847,7 +1142,41 @@ export interface components {
       status_code: number | null;
       duration_ms: number;
       error: string | null;
-      /** @description The start of the receiver's answer (listener attempts) */
+      /**
+       * AttemptRequest
+       * @description What the attempt sent: absent in lists, on attempts made before they were recorded and on attempts that sent nothing
+       */
+      request?: {
+        /** @constant */
+        method: "POST";
+        url: string;
+        /** @description The headers sent, without the signatures (secret-derived) */
+        headers: {
+          [key: string]: string;
+        };
+        /** @description The body's length in bytes (the body is the delivery's `payload`) */
+        body_bytes: number;
+      };
+      /**
+       * AttemptResponse
+       * @description What the receiver answered: absent when nothing answered, and in lists
+       */
+      response?: {
+        /** @description The receiver's headers, bounded */
+        headers: {
+          [key: string]: string;
+        };
+        /** @description Headers left out (past the count or size bound) */
+        headers_omitted?: number;
+        /** @description The first 4096 bytes of the body: UTF-8 text, or base64 when `body_encoding` says so */
+        body: string;
+        /** @enum {string} */
+        body_encoding: "utf8" | "base64";
+        /** @description The whole body's length in bytes as far as it was read */
+        body_bytes: number;
+        body_truncated: boolean;
+      };
+      /** @description The start of the local answer's body (listener attempts) */
       response_excerpt?: string;
     };
     /** Delivery */
@@ -881,6 +1210,11 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+      /**
+       * @description A test event sent by POST /webhooks/{id}/test (not in the event log)
+       * @constant
+       */
+      test?: true;
     };
     /** ManualTrigger */
     ManualTrigger: {
@@ -906,6 +1240,9 @@ export interface components {
             | "api_key.revoked"
             | "webhook.disabled"
             | "workflow.chain_limited"
+            | "approval.decided"
+            | "workflow.deleted"
+            | "webhook.deleted"
           );
     };
     Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"];
@@ -966,6 +1303,77 @@ export interface components {
       | components["schemas"]["DelayStep"]
       | components["schemas"]["ApprovalStep"]
       | components["schemas"]["EmitStep"];
+    /**
+     * Recovery
+     * @description A background job redelivering a webhook's failed deliveries created in [since, until)
+     */
+    Recovery: {
+      /** @constant */
+      object: "recovery";
+      /** @example rcv_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      /** @example wh_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      webhook_id: string;
+      /** @enum {string} */
+      status: "running" | "succeeded";
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      since: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      until: string | null;
+      /** @description Failed deliveries in the range when the job started (up to 10,000) */
+      total: number;
+      /** @constant */
+      total_capped?: true;
+      /** @description Deliveries redelivered so far */
+      done: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      finished_at: string | null;
+    };
+    /**
+     * Secret
+     * @description A secret as the API shows it: never its value
+     */
+    Secret: {
+      /** @constant */
+      object: "secret";
+      /** @example STRIPE_KEY */
+      name: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      /** @description The SECRETS_KEYS key that encrypts it */
+      key_id: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+    };
     /** Workflow */
     Workflow: {
       /** @constant */
@@ -1013,6 +1421,22 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       finished_at: string | null;
+      /** @description Approval steps, once reached: the message with its templates filled */
+      message?: string | null;
+      /** @description Approval steps, once decided */
+      decision?: components["schemas"]["ApprovalDecision"] | null;
+    };
+    /** ApprovalDecision */
+    ApprovalDecision: {
+      /** @enum {string} */
+      decision: "approved" | "rejected";
+      comment: string | null;
+      decided_by: components["schemas"]["Actor"];
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      decided_at: string;
     };
     /** Run */
     Run: {
@@ -1044,6 +1468,27 @@ export interface components {
             /** @example order.created */
             event_type: string;
           };
+      /** @description 1, and one more with every retry of the run */
+      attempt: number;
+      /**
+       * @description The run this one reruns, or null
+       * @example run_01jdx3kq9v7c2m5n8p4r6t0w1y
+       */
+      rerun_of: string | null;
+      /** @description While the run waits for a person: what it asks; null otherwise */
+      pending_approval: {
+        step_id: string;
+        message: string | null;
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        requested_at: string;
+      } | null;
+      /** @description Who cancelled it through the API */
+      cancelled_by?: components["schemas"]["Actor"] | null;
+      /** @enum {string|null} */
+      cancel_reason?: "requested" | "workflow_deleted" | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1059,6 +1504,27 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       finished_at: string | null;
+    };
+    /** WorkflowVersion */
+    WorkflowVersion: {
+      /** @constant */
+      object: "workflow_version";
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      workflow_id: string;
+      version: number;
+      name: string;
+      description: string | null;
+      /** @enum {string} */
+      status: "active" | "inactive";
+      trigger: components["schemas"]["Trigger"];
+      steps: components["schemas"]["Step"][];
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /** @description The key whose write made this version (null: not known) */
+      created_by: components["schemas"]["Actor"] | null;
     };
     /** UsageReport */
     UsageReport: {
@@ -1164,6 +1630,8 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       revoked_at: string | null;
+      /** @description The key that revoked it (null: not revoked, or revoked before the audit trail) */
+      revoked_by: components["schemas"]["Actor"] | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1176,6 +1644,112 @@ export interface components {
       last_used_at: string | null;
       /** @description The key itself: in this answer only (null in an idempotent replay of it) */
       key: string | null;
+    };
+    /** WorkflowWithSecret */
+    WorkflowWithSecret: {
+      /** @constant */
+      object: "workflow";
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      name: string;
+      description: string | null;
+      /** @enum {string} */
+      status: "active" | "inactive";
+      trigger: components["schemas"]["Trigger"];
+      steps: components["schemas"]["Step"][];
+      version: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+      /** @description The secret that signs its http steps' requests: in this answer only (null in an idempotent replay of it) */
+      signing_secret: string | null;
+    };
+    /** DeliveryDetail */
+    DeliveryDetail: {
+      /** @constant */
+      object: "delivery";
+      /** @example del_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      webhook_id: string;
+      /** @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      event_id: string;
+      /** @example order.created */
+      event_type: string;
+      /** @enum {string} */
+      status: "pending" | "succeeded" | "failed";
+      attempts: components["schemas"]["Attempt"][];
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      next_attempt_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * @description A test event sent by POST /webhooks/{id}/test (not in the event log)
+       * @constant
+       */
+      test?: true;
+      /** @description The JSON body every attempt sent; null once the event is no longer stored */
+      payload: {
+        [key: string]: unknown;
+      } | null;
+    };
+    /** TestDelivery */
+    TestDelivery: {
+      /** @constant */
+      object: "delivery";
+      /** @example del_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      webhook_id: string;
+      /** @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      event_id: string;
+      /** @example order.created */
+      event_type: string;
+      /** @enum {string} */
+      status: "pending" | "succeeded" | "failed";
+      attempts: components["schemas"]["Attempt"][];
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      next_attempt_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * @description A test event sent by POST /webhooks/{id}/test (not in the event log)
+       * @constant
+       */
+      test: true;
     };
     /** WebhookWithSecret */
     WebhookWithSecret: {
@@ -1196,6 +1770,7 @@ export interface components {
       status: "enabled" | "disabled";
       disabled_reason: string | null;
       consecutive_failures: number;
+      /** @description Deliveries per second at most; null: unlimited */
       rate_limit: number | null;
       /**
        * Format: date-time
@@ -1207,6 +1782,7 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+      health?: components["schemas"]["WebhookHealth"];
       /** @description The signing secret (`whsec_…`): in this answer only (null in an idempotent replay of it) */
       secret: string | null;
     };
@@ -1328,6 +1904,7 @@ export interface components {
           | "storage_unavailable";
         message: string;
         param?: string;
+        /** @example req_01jdx3kq9v7c2m5n8p4r6t0w1y */
         request_id: string;
       };
     };
@@ -1406,6 +1983,26 @@ export interface components {
          *         "type": "not_found_error",
          *         "code": "resource_not_found",
          *         "message": "No such resource in the key's environment",
+         *         "request_id": "req_01jdx3kq9v7c2m5n8p4r6t0w1y"
+         *       }
+         *     }
+         */
+        "application/json": components["schemas"]["Error"];
+      };
+    };
+    /** @description The body did not arrive in time (HTTP_BODY_TIMEOUT_MS); the connection is closed */
+    E408: {
+      headers: {
+        "Request-Id": components["headers"]["RequestId"];
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "error": {
+         *         "type": "invalid_request_error",
+         *         "code": "request_timeout",
+         *         "message": "The body did not arrive in time (HTTP_BODY_TIMEOUT_MS); the connection is closed",
          *         "request_id": "req_01jdx3kq9v7c2m5n8p4r6t0w1y"
          *       }
          *     }
@@ -1521,10 +2118,14 @@ export interface components {
     ServiceVersion: string;
     /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
     IdempotencyKey: string;
+    /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+    XRequestId: string;
+    /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+    Traceparent: string;
   };
   requestBodies: never;
   headers: {
-    /** @description The request's id, as in error bodies */
+    /** @description The request's id, as in error bodies and log lines: the client's X-Request-Id when well-formed, else a new `req_…` */
     RequestId: string;
     /** @description The API version the answer follows */
     ServiceVersion: "2026-11-01";
@@ -1539,7 +2140,7 @@ export interface components {
     /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
     IdempotentReplayed: "true";
     /** @description On an idempotent replay: the field of `data` that held a secret shown once, now null */
-    SecretRedacted: "key" | "secret";
+    SecretRedacted: "key" | "signing_secret" | "secret";
     /** @description The created resource's URL */
     Location: string;
   };
@@ -1553,6 +2154,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -1599,6 +2204,7 @@ export interface operations {
       };
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -1611,6 +2217,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -1652,6 +2262,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -1664,6 +2275,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -1714,6 +2329,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -1738,6 +2354,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -1787,6 +2407,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -1810,6 +2431,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -1840,6 +2465,11 @@ export interface operations {
            *           "org_id": "org_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "email": "ada@example.com",
            *           "role": "owner",
+           *           "role_changed_by": {
+           *             "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "key_name": "x"
+           *           },
+           *           "role_changed_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z"
            *         }
@@ -1861,6 +2491,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -1873,6 +2504,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -1919,6 +2554,11 @@ export interface operations {
            *         "org_id": "org_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "email": "ada@example.com",
            *         "role": "owner",
+           *         "role_changed_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "role_changed_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z"
            *       }
@@ -1933,6 +2573,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -1946,6 +2587,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -1976,6 +2621,11 @@ export interface operations {
            *         "org_id": "org_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "email": "ada@example.com",
            *         "role": "owner",
+           *         "role_changed_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "role_changed_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z"
            *       }
@@ -1990,6 +2640,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2003,6 +2654,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2045,6 +2700,11 @@ export interface operations {
            *         "org_id": "org_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "email": "ada@example.com",
            *         "role": "owner",
+           *         "role_changed_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "role_changed_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z"
            *       }
@@ -2059,6 +2719,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2083,6 +2744,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -2117,6 +2782,10 @@ export interface operations {
            *           "last4": "xxxx",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "revoked_at": "2026-11-23T10:00:00.000Z",
+           *           "revoked_by": {
+           *             "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "key_name": "x"
+           *           },
            *           "expires_at": "2026-11-23T10:00:00.000Z",
            *           "last_used_at": "2026-11-23T10:00:00.000Z"
            *         }
@@ -2137,6 +2806,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2149,6 +2819,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -2211,6 +2885,10 @@ export interface operations {
            *         "last4": "xxxx",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "revoked_at": "2026-11-23T10:00:00.000Z",
+           *         "revoked_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
            *         "expires_at": "2026-11-23T10:00:00.000Z",
            *         "last_used_at": "2026-11-23T10:00:00.000Z",
            *         "key": "x"
@@ -2225,6 +2903,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2238,6 +2917,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2273,6 +2956,10 @@ export interface operations {
            *         "last4": "xxxx",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "revoked_at": "2026-11-23T10:00:00.000Z",
+           *         "revoked_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
            *         "expires_at": "2026-11-23T10:00:00.000Z",
            *         "last_used_at": "2026-11-23T10:00:00.000Z"
            *       }
@@ -2287,6 +2974,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2299,6 +2987,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2334,6 +3026,10 @@ export interface operations {
            *         "last4": "xxxx",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "revoked_at": "2026-11-23T10:00:00.000Z",
+           *         "revoked_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
            *         "expires_at": "2026-11-23T10:00:00.000Z",
            *         "last_used_at": "2026-11-23T10:00:00.000Z"
            *       }
@@ -2348,6 +3044,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2373,6 +3070,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -2420,6 +3121,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2432,6 +3134,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -2496,6 +3202,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2520,6 +3227,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -2565,6 +3276,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2577,6 +3289,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2619,6 +3335,98 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  webhooksEventDeliveries: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "delivery",
+           *           "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "environment": "live",
+           *           "webhook_id": "x",
+           *           "event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "event_type": "order.created",
+           *           "status": "pending",
+           *           "attempts": [
+           *             {
+           *               "number": 1,
+           *               "at": "2026-11-23T10:00:00.000Z",
+           *               "status_code": 1,
+           *               "duration_ms": 0,
+           *               "error": "x"
+           *             }
+           *           ],
+           *           "next_attempt_at": "2026-11-23T10:00:00.000Z",
+           *           "created_at": "2026-11-23T10:00:00.000Z",
+           *           "updated_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Delivery"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2644,6 +3452,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -2708,6 +3520,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2720,6 +3533,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -2764,6 +3581,7 @@ export interface operations {
           "RateLimit-Reset": components["headers"]["RateLimitReset"];
           "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
           Location: components["headers"]["Location"];
+          "Secret-Redacted": components["headers"]["SecretRedacted"];
           [name: string]: unknown;
         };
         content: {
@@ -2793,18 +3611,20 @@ export interface operations {
            *         ],
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
-           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "signing_secret": "x"
            *       }
            *     }
            */
           "application/json": {
-            data: components["schemas"]["Workflow"];
+            data: components["schemas"]["WorkflowWithSecret"];
           };
         };
       };
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2818,6 +3638,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2877,6 +3701,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -2889,6 +3714,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -2948,6 +3777,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -2961,6 +3791,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -3033,6 +3867,89 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsRotateSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          "Secret-Redacted": components["headers"]["SecretRedacted"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "workflow",
+           *         "id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "name": "x",
+           *         "description": "x",
+           *         "status": "active",
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "method": "GET",
+           *             "url": "x",
+           *             "headers": {},
+           *             "body": {},
+           *             "timeout_ms": 1,
+           *             "retries": 1
+           *           }
+           *         ],
+           *         "version": 1,
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "signing_secret": "x"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["WorkflowWithSecret"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3058,6 +3975,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -3105,6 +4026,13 @@ export interface operations {
            *           "trigger": {
            *             "type": "manual"
            *           },
+           *           "attempt": 1,
+           *           "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "pending_approval": {
+           *             "step_id": "x",
+           *             "message": "x",
+           *             "requested_at": "2026-11-23T10:00:00.000Z"
+           *           },
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3127,6 +4055,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3139,6 +4068,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -3197,6 +4130,13 @@ export interface operations {
            *         "trigger": {
            *           "type": "manual"
            *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3212,6 +4152,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3225,6 +4166,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -3272,6 +4217,13 @@ export interface operations {
            *         "trigger": {
            *           "type": "manual"
            *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3287,6 +4239,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3299,6 +4252,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -3349,6 +4306,13 @@ export interface operations {
            *         "trigger": {
            *           "type": "manual"
            *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3364,6 +4328,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3377,6 +4342,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -3388,7 +4357,14 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        /** @example {} */
+        "application/json": {
+          comment?: string | null;
+        };
+      };
+    };
     responses: {
       /** @description OK */
       200: {
@@ -3427,6 +4403,13 @@ export interface operations {
            *         "trigger": {
            *           "type": "manual"
            *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3442,6 +4425,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3455,6 +4439,107 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+        /** @description The run's id */
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        /** @example {} */
+        "application/json": {
+          comment?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "run",
+           *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "workflow_version": 1,
+           *         "status": "queued",
+           *         "input": {},
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "status": "pending",
+           *             "output": {},
+           *             "error": "x",
+           *             "attempt_count": 0,
+           *             "started_at": "2026-11-23T10:00:00.000Z",
+           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *           }
+           *         ],
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Run"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsRetryRun: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -3505,6 +4590,13 @@ export interface operations {
            *         "trigger": {
            *           "type": "manual"
            *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -3520,6 +4612,548 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsRerunRun: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+        /** @description The run's id */
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "run",
+           *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "workflow_version": 1,
+           *         "status": "queued",
+           *         "input": {},
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "status": "pending",
+           *             "output": {},
+           *             "error": "x",
+           *             "attempt_count": 0,
+           *             "started_at": "2026-11-23T10:00:00.000Z",
+           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *           }
+           *         ],
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Run"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsGetVersion: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+        /** @description The version's id */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "workflow_version",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "version": 1,
+           *         "name": "x",
+           *         "description": "x",
+           *         "status": "active",
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "method": "GET",
+           *             "url": "x",
+           *             "headers": {},
+           *             "body": {},
+           *             "timeout_ms": 1,
+           *             "retries": 1
+           *           }
+           *         ],
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "created_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         }
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["WorkflowVersion"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsListAllRuns: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+        status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+        workflow_id?: string;
+        created_after?: string;
+        created_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "run",
+           *           "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "environment": "live",
+           *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "workflow_version": 1,
+           *           "status": "queued",
+           *           "input": {},
+           *           "steps": [
+           *             {
+           *               "id": "x",
+           *               "type": "http",
+           *               "status": "pending",
+           *               "output": {},
+           *               "error": "x",
+           *               "attempt_count": 0,
+           *               "started_at": "2026-11-23T10:00:00.000Z",
+           *               "finished_at": "2026-11-23T10:00:00.000Z"
+           *             }
+           *           ],
+           *           "trigger": {
+           *             "type": "manual"
+           *           },
+           *           "attempt": 1,
+           *           "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "pending_approval": {
+           *             "step_id": "x",
+           *             "message": "x",
+           *             "requested_at": "2026-11-23T10:00:00.000Z"
+           *           },
+           *           "created_at": "2026-11-23T10:00:00.000Z",
+           *           "updated_at": "2026-11-23T10:00:00.000Z",
+           *           "finished_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Run"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsListSecrets: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "secret",
+           *           "name": "STRIPE_KEY",
+           *           "environment": "live",
+           *           "key_id": "x",
+           *           "created_at": "2026-11-23T10:00:00.000Z",
+           *           "updated_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Secret"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsCreateSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "STRIPE_KEY",
+         *       "value": "x"
+         *     }
+         */
+        "application/json": {
+          /**
+           * @description As in `{{secrets.NAME}}`
+           * @example STRIPE_KEY
+           */
+          name: string;
+          value: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          Location: components["headers"]["Location"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "secret",
+           *         "name": "STRIPE_KEY",
+           *         "environment": "live",
+           *         "key_id": "x",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Secret"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsGetSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The name's id */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "secret",
+           *         "name": "STRIPE_KEY",
+           *         "environment": "live",
+           *         "key_id": "x",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Secret"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsRemoveSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The name's id */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "secret",
+           *         "name": "STRIPE_KEY",
+           *         "environment": "live",
+           *         "key_id": "x",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Secret"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3538,6 +5172,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -3583,6 +5221,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3598,6 +5237,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -3635,6 +5278,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3650,6 +5294,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -3687,6 +5335,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3711,6 +5360,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -3765,6 +5418,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3777,6 +5431,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -3817,6 +5475,9 @@ export interface operations {
                     | "api_key.revoked"
                     | "webhook.disabled"
                     | "workflow.chain_limited"
+                    | "approval.decided"
+                    | "workflow.deleted"
+                    | "webhook.deleted"
                   )
               )[];
           description?: string | null;
@@ -3868,6 +5529,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -3881,6 +5543,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -3930,6 +5596,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -3942,6 +5609,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -3991,6 +5662,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -4004,6 +5676,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -4045,6 +5721,9 @@ export interface operations {
                     | "api_key.revoked"
                     | "webhook.disabled"
                     | "workflow.chain_limited"
+                    | "approval.decided"
+                    | "workflow.deleted"
+                    | "webhook.deleted"
                   )
               )[];
           description?: string | null;
@@ -4095,6 +5774,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -4108,6 +5788,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -4162,6 +5846,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -4183,10 +5868,18 @@ export interface operations {
         /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
         ending_before?: string;
         status?: "pending" | "succeeded" | "failed";
+        event_type?: string;
+        event_id?: string;
+        created_after?: string;
+        created_before?: string;
       };
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -4250,6 +5943,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -4262,6 +5956,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -4305,12 +6003,13 @@ export interface operations {
            *         ],
            *         "next_attempt_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
-           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "payload": {}
            *       }
            *     }
            */
           "application/json": {
-            data: components["schemas"]["Delivery"];
+            data: components["schemas"]["DeliveryDetail"];
           };
         };
       };
@@ -4318,6 +6017,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -4330,6 +6030,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -4389,7 +6093,331 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  webhooksRetry: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+        /** @description The delivery's id */
+        delivery_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "delivery",
+           *         "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "webhook_id": "x",
+           *         "event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "event_type": "order.created",
+           *         "status": "pending",
+           *         "attempts": [
+           *           {
+           *             "number": 1,
+           *             "at": "2026-11-23T10:00:00.000Z",
+           *             "status_code": 1,
+           *             "duration_ms": 0,
+           *             "error": "x"
+           *           }
+           *         ],
+           *         "next_attempt_at": "2026-11-23T10:00:00.000Z",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Delivery"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  webhooksTest: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "event_type": "order.created"
+         *     }
+         */
+        "application/json": {
+          /**
+           * @description One the webhook subscribes to (by default its first; `webhook.test` for `*`)
+           * @example order.created
+           */
+          event_type?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "delivery",
+           *         "id": "del_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "webhook_id": "x",
+           *         "event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "event_type": "order.created",
+           *         "status": "pending",
+           *         "attempts": [
+           *           {
+           *             "number": 1,
+           *             "at": "2026-11-23T10:00:00.000Z",
+           *             "status_code": 1,
+           *             "duration_ms": 0,
+           *             "error": "x"
+           *           }
+           *         ],
+           *         "next_attempt_at": "2026-11-23T10:00:00.000Z",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "test": true
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["TestDelivery"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  webhooksRecover: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "since": "2026-11-23T10:00:00Z",
+         *       "until": "2026-11-23T10:00:00Z"
+         *     }
+         */
+        "application/json": {
+          /**
+           * @description An ISO 8601 date (UTC) or a time with a zone
+           * @example 2026-11-23T10:00:00Z
+           */
+          since: string;
+          /**
+           * @description After since; absent: up to now
+           * @example 2026-11-23T10:00:00Z
+           */
+          until?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Accepted: the work goes on in the background */
+      202: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "recovery",
+           *         "id": "rcv_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "webhook_id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "status": "running",
+           *         "since": "2026-11-23T10:00:00.000Z",
+           *         "until": "2026-11-23T10:00:00.000Z",
+           *         "total": 0,
+           *         "done": 0,
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Recovery"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  webhooksRecovery: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+        /** @description The job's id */
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "recovery",
+           *         "id": "rcv_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "webhook_id": "wh_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "status": "running",
+           *         "since": "2026-11-23T10:00:00.000Z",
+           *         "until": "2026-11-23T10:00:00.000Z",
+           *         "total": 0,
+           *         "done": 0,
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Recovery"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -4404,6 +6432,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path?: never;
       cookie?: never;
@@ -4427,6 +6459,7 @@ export interface operations {
       400: components["responses"]["E400"];
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
@@ -4439,6 +6472,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
         /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
         "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
       };
@@ -4516,6 +6553,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       409: components["responses"]["E409"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
@@ -4540,6 +6578,10 @@ export interface operations {
       header?: {
         /** @description The API version to answer under (a date); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
       };
       path: {
         /** @description The resource's id */
@@ -4603,6 +6645,7 @@ export interface operations {
       401: components["responses"]["E401"];
       403: components["responses"]["E403"];
       404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];

@@ -387,7 +387,7 @@ describe("retry and rerun", () => {
   // Failed at its http step (0) after its retries; the steps after it skipped.
   const failedRun = (): RunDoc => {
     const run = { ...claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0)), status: "running" as const };
-    run.steps = run.steps.map((s, i) => (i === 0 ? { ...s, status: "running", attempts: 1, started_at: iso(T0) } : s));
+    run.steps = run.steps.map((s, i) => (i === 0 ? { ...s, status: "running", attempt_count: 1, started_at: iso(T0) } : s));
     const failed = apply(run, attempted(run, { ok: false, output: { status: 500 }, error: "HTTP 500" }, at(T0 + 1), 10));
     return apply(failed, published(failed, at(T0 + 2)));
   };
