@@ -28,6 +28,8 @@ describe("secrets", () => {
     const value = newValue("crud");
     const created = await runs.call("POST", "/secrets", { name: "CRUD_TOKEN", value });
     expect(created.status).toBe(201);
+    // Where it is read: a secret is known by its name.
+    expect(created.headers.location).toBe("/v1/secrets/CRUD_TOKEN");
     expect(created.body.data).toEqual({
       object: "secret",
       name: "CRUD_TOKEN",
