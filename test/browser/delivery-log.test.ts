@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { launchChromium } from "../helpers/browser";
+import { launchChromium, newPage } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -28,8 +28,7 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   rx = await startReceiver();
   browser = await launchChromium();
-  page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  page = await newPage(browser, problems);
 });
 afterAll(async () => {
   await browser?.close();

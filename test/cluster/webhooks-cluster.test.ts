@@ -197,8 +197,8 @@ describe("webhook delivery over NATS", () => {
     for (let i = 0; i + limit + 2 < at.length; i++) expect({ i, window: at[i + limit + 2] - at[i] >= 1000 }).toEqual({ i, window: true });
     const rate = ((at.length - 1) * 1000) / (at[at.length - 1] - at[0]);
     expect(rate).toBeLessThanOrEqual(limit * 1.05);
-    // Shared, not split: the two nodes together send near the limit (a per-node share sent 6/s here).
-    expect(rate).toBeGreaterThan(limit * 0.8);
+    // Shared, not split: the two nodes together send within 10 % of the limit (a per-node share sent 6/s here).
+    expect(rate).toBeGreaterThanOrEqual(limit * 0.9);
     console.log(`throttle over two dispatchers: rate_limit ${limit}/s, measured ${rate.toFixed(2)}/s at the receiver`);
   });
 

@@ -27,3 +27,10 @@ export async function launchChromium(): Promise<Browser> {
 /** A full-page screenshot of `page` as test-artifacts/dashboard/<name>.png. */
 export const screenshot = (page: Page, name: string): Promise<Buffer> =>
   page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+/** A page of a fresh 1280×900 context; uncaught errors in it are added to `problems`. */
+export async function newPage(browser: Browser, problems: string[]): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  return page;
+}
