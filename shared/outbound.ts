@@ -120,7 +120,7 @@ export function outbound(agent: Agent, url: string, req: OutboundRequest): Promi
         status,
         contentType: String(headers["content-type"] ?? ""),
         text: head && !req.capture ? head.toString("utf8") : "",
-        bytes: size,
+        bytes: req.keep > 0 ? size : 0,
         ms: ms(),
         ...(req.capture && { head, headers }),
       };
