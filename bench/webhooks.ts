@@ -1,8 +1,10 @@
 /**
  * Webhook delivery against a bare sign-and-POST loop, in one run, all to the same local receiver
  * (a process of its own that answers 200 at once):
- *   bare      — a loop that only signs and POSTs event bodies (keep-alive, 32 in flight: what one
- *               webhook gets from a dispatcher); nothing stored
+ *   bare      — a loop that only signs and POSTs event bodies (keep-alive, 32 connections and 32 in
+ *               flight, no pipelining: what one webhook's pool gets from a dispatcher); nothing stored,
+ *               and the answer is read and dropped (the dispatcher also keeps what it sent and got
+ *               for the delivery log, and counts the outcome)
  *   single    — the whole platform in one process (`npm start`)
  *   cluster   — the API node (gateway, auth, keys, orgs, events, webhooks) and two
  *               webhook-dispatcher nodes, over NATS, all on the same SQLite file

@@ -13,6 +13,12 @@ import { ALL_TENANTS, type ReadView, type Tenant } from "./storage/types";
 /** Handles one tenant's events; answers the ids it could not finish (they stay marked, for the sweep). */
 export type TenantHandler = (tenant: Required<Tenant>, events: EventDoc[]) => Promise<Set<string>>;
 
+/**
+ * Which swept events this node handles, asked once per batch: null for all of them; else a test of
+ * an event's id (the others stay marked for the node they fall to, and only their ids are read here).
+ */
+export type SweepShare = () => ((eventId: string) => boolean) | null;
+
 /** An event younger than this is left to the node its wake-up went to. */
 const GRACE_MS = 2000;
 const BATCH = 500;
@@ -30,6 +36,7 @@ export class EventConsumer {
     private readonly logger: ServiceBroker["logger"],
     /** Unsets the marker of handled events: `unmarkThrough(broker)`, the events service's write. */
     private readonly unmark: (marker: Marker, ids: string[]) => Promise<void>,
+    private readonly share: SweepShare = () => null,
   ) {}
 
   /** A wake-up; the wake-ups of one event-loop turn are handled together (one lookup per tenant). */
@@ -87,21 +94,25 @@ export class EventConsumer {
       for (;;) {
         const cut = Date.now() - GRACE_MS;
         const limit = BATCH + (from?.taken.size ?? 0);
-        // Oldest first, read in order from the sparse marker index: a batch costs its size.
-        const read = await this.events.find(
-          ALL_TENANTS,
-          { [this.marker]: from ? { $lt: cut, $gte: from.at } : { $lt: cut } },
-          { sort: { [this.marker]: 1 }, limit },
-        );
+        // Oldest first, read in order from the sparse marker index: a batch costs its size. Shared
+        // among nodes, the batch is read as ids and each node loads only the events that fall to it
+        // (a backlog is swept by each node several times before it is done: whole documents read
+        // for the others' share cost a node more than its own share's reads).
+        const query = { [this.marker]: from ? { $lt: cut, $gte: from.at } : { $lt: cut } };
+        const options = { sort: { [this.marker]: 1 as const }, limit };
+        const mine = this.share();
+        const read: Pick<EventDoc, "id" | Marker>[] = mine
+          ? await this.events.pluck(ALL_TENANTS, query, ["id", this.marker], options)
+          : await this.events.find(ALL_TENANTS, query, options);
         const stale = from ? read.filter((e) => !from!.taken.has(e.id)) : read;
         if (stale.length === 0) break;
         const at = stale[stale.length - 1][this.marker] as number;
         const taken = new Set(from?.at === at ? from.taken : []);
         for (const e of stale) if (e[this.marker] === at) taken.add(e.id);
         from = { at, taken };
-        const handling = this.process(stale).catch((err: unknown) =>
-          this.logger.warn("event sweep: a batch failed; the next sweep retries it", err),
-        );
+        const handling = (mine ? this.load(stale.filter((e) => mine(e.id))) : Promise.resolve(stale as EventDoc[]))
+          .then((events) => this.process(events))
+          .catch((err: unknown) => this.logger.warn("event sweep: a batch failed; the next sweep retries it", err));
         await previous;
         previous = handling;
         if (read.length < limit || this.stopped) break;
@@ -113,6 +124,13 @@ export class EventConsumer {
       await previous;
       this.sweeping = false;
     }
+  }
+
+  /** The events of these ids (those still stored), in that order. */
+  private async load(picked: Pick<EventDoc, "id">[]): Promise<EventDoc[]> {
+    if (picked.length === 0) return [];
+    const byId = new Map((await this.events.find(ALL_TENANTS, { id: { $in: picked.map((e) => e.id) } })).map((e) => [e.id, e]));
+    return picked.flatMap((e) => byId.get(e.id) ?? []);
   }
 
   stop(): void {

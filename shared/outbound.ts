@@ -1,4 +1,4 @@
-import { Agent, request, type Dispatcher } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { isIP } from "node:net";
 import { guardedLookup, isPrivateAddress } from "./net-guard";
 
@@ -28,15 +28,9 @@ const privateAllowed = new WeakSet<Agent>();
  * A socket to an IP literal never asks `lookup`, so the guard must look at the URL itself: a target
  * stored while private targets were allowed is refused once the setting says otherwise.
  */
-function literalRefused(agent: Agent, url: string): boolean {
+function literalRefused(agent: Agent, hostname: string): boolean {
   if (privateAllowed.has(agent)) return false;
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return false;
-  }
-  if (host.startsWith("[")) host = host.slice(1, -1);
+  const host = hostname.startsWith("[") ? hostname.slice(1, -1) : hostname;
   return isIP(host) !== 0 && isPrivateAddress(host);
 }
 
@@ -75,6 +69,19 @@ export type OutboundResult =
     }
   | { answered: false; error: string; ms: number };
 
+/** Origin and path of the URLs last sent to (parsed once: a URL is parsed on every request otherwise). */
+const parsedUrls = new Map<string, { origin: string; path: string; hostname: string }>();
+function parsed(url: string): { origin: string; path: string; hostname: string } {
+  let p = parsedUrls.get(url);
+  if (!p) {
+    const u = new URL(url);
+    p = { origin: u.origin, path: `${u.pathname}${u.search}`, hostname: u.hostname };
+    if (parsedUrls.size >= 10_000) parsedUrls.clear();
+    parsedUrls.set(url, p);
+  }
+  return p;
+}
+
 /**
  * Time-outs that fall due together (a hanging receiver's whole pool, its requests sent at once) are
  * carried out ABORTS_PER_TURN at a time, a batch per turn of the event loop. Aborting a request
@@ -93,92 +100,106 @@ function abortSome(): void {
   if (aborting.length > 0) setImmediate(abortSome);
 }
 
-export async function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
+/**
+ * One exchange through undici's dispatcher API with a handler of its own: no response stream, no
+ * abort signal and no async iterator per request (each of which cost as much as the HTTP itself
+ * did for a small answer), and the handler sees the moment the request leaves the pool's queue.
+ */
+export function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
-  if (literalRefused(agent, url)) return { answered: false, error: "target address not allowed: the host is a private address", ms: ms() };
-  const abort = new AbortController();
-  let timedOut: "wait" | "answer" | undefined;
-  const expire = (phase: "wait" | "answer", after: number) =>
-    setTimeout(
-      () =>
-        abortSoon(() => {
-          timedOut = phase;
-          abort.abort();
-        }),
-      after,
-    );
-  let timer = expire(req.waitMs === undefined ? "answer" : "wait", req.waitMs ?? req.timeoutMs);
-  const onSent = () => {
-    clearTimeout(timer);
-    timer = expire("answer", req.timeoutMs);
-  };
+  let target: { origin: string; path: string; hostname: string };
   try {
-    const res = await request(url, {
-      dispatcher: req.waitMs === undefined ? agent : clockedAt(agent, onSent),
-      method: req.method,
-      headers: req.headers,
-      body: req.body,
-      signal: abort.signal,
-      headersTimeout: req.timeoutMs,
-      bodyTimeout: req.timeoutMs,
-    });
-    let text = "";
+    target = parsed(url);
+  } catch (err) {
+    return Promise.resolve({ answered: false, error: describeFailure(err, false, req.timeoutMs), ms: ms() });
+  }
+  if (literalRefused(agent, target.hostname)) {
+    return Promise.resolve({ answered: false, error: "target address not allowed: the host is a private address", ms: ms() });
+  }
+  return new Promise<OutboundResult>((resolve) => {
+    let done = false;
+    let controller: Dispatcher.DispatchController | undefined;
+    let timedOut: "wait" | "answer" | undefined;
+    let status = 0;
+    let headers: Record<string, string | string[] | undefined> = {};
+    const chunks: Buffer[] = [];
     let size = 0;
-    let head: Buffer | undefined;
-    if (req.keep > 0) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    const finish = (result: OutboundResult) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const answered = (): OutboundResult => {
+      const head = req.keep > 0 ? Buffer.concat(chunks) : undefined;
+      return {
+        answered: true,
+        status,
+        contentType: String(headers["content-type"] ?? ""),
+        text: head && !req.capture ? head.toString("utf8") : "",
+        bytes: req.keep > 0 ? size : 0,
+        ms: ms(),
+        ...(req.capture && { head, headers }),
+      };
+    };
+    const expire = (phase: "wait" | "answer", after: number) =>
+      setTimeout(() => {
+        timedOut = phase;
+        // Not sent yet: answered now, and the request is dropped once it reaches a connection.
+        if (phase === "wait") finish({ answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() });
+        else abortSoon(() => controller?.abort(new Error("timed out")));
+      }, after);
+    let timer = expire(req.waitMs === undefined ? "answer" : "wait", req.waitMs ?? req.timeoutMs);
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (done) return c.abort(new Error("timed out waiting for a connection"));
+        if (req.waitMs !== undefined) {
+          clearTimeout(timer);
+          timer = expire("answer", req.timeoutMs);
+        }
+      },
+      onResponseStart(_c, statusCode, responseHeaders) {
+        status = statusCode;
+        headers = responseHeaders as Record<string, string | string[] | undefined>;
+      },
+      onResponseData(c, chunk) {
+        if (status < 200) return;
         if (size < req.keep) chunks.push(chunk.subarray(0, req.keep - size));
         size += chunk.length;
-        // A captured answer is read as far as a dropped one would be (its length past that is not known).
-        if (req.capture && size > READ_LIMIT) break;
-      }
-      head = Buffer.concat(chunks);
-      if (!req.capture) text = head.toString("utf8");
-    } else {
-      await res.body.dump({ limit: READ_LIMIT });
-    }
-    const contentType = String(res.headers["content-type"] ?? "");
-    return {
-      answered: true,
-      status: res.statusCode,
-      contentType,
-      text,
-      bytes: size,
-      ms: ms(),
-      ...(req.capture && { head, headers: res.headers }),
+        // Past what is read of an answer (a captured one, or one not kept), the connection is
+        // dropped rather than drained; a kept answer is read to its end (its size is reported).
+        if (size > READ_LIMIT && (req.capture || req.keep === 0)) {
+          finish(answered());
+          c.abort(new Error("answer longer than read"));
+        }
+      },
+      onResponseEnd() {
+        finish(answered());
+      },
+      onResponseError(_c, err) {
+        if (timedOut === "wait") return finish({ answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() });
+        finish({ answered: false, error: describeFailure(err, timedOut === "answer", req.timeoutMs), ms: ms() });
+      },
     };
-  } catch (err) {
-    if (timedOut === "wait") return { answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() };
-    return { answered: false, error: describeFailure(err, timedOut === "answer", req.timeoutMs), ms: ms() };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * The agent, telling `onSent` when a request of this call is written to a connection (undici's
- * `onRequestStart`, called once the request leaves the pool's queue for a socket).
- */
-function clockedAt(agent: Agent, onSent: () => void): Dispatcher {
-  const dispatch = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean =>
-    agent.dispatch(
-      opts,
-      new Proxy(handler, {
-        get(target, key, receiver) {
-          const value: unknown = Reflect.get(target, key, receiver);
-          if (key === "onRequestStart" && typeof value === "function") {
-            return (...args: unknown[]) => {
-              onSent();
-              return (value as (...a: unknown[]) => unknown).apply(target, args);
-            };
-          }
-          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    try {
+      agent.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: req.method,
+          headers: req.headers,
+          body: req.body,
+          headersTimeout: req.timeoutMs,
+          bodyTimeout: req.timeoutMs,
         },
-      }),
-    );
-  return Object.assign(Object.create(agent) as Agent, { dispatch });
+        handler,
+      );
+    } catch (err) {
+      finish({ answered: false, error: describeFailure(err, false, req.timeoutMs), ms: ms() });
+    }
+  });
 }
 
 function describeFailure(err: unknown, timedOut: boolean, timeoutMs: number): string {

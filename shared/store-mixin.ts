@@ -70,6 +70,7 @@ function readView<T extends Doc>(c: Collection<T>): ReadView<T> {
     get: c.get.bind(c),
     findOne: c.findOne.bind(c),
     find: c.find.bind(c),
+    pluck: c.pluck.bind(c),
     count: c.count.bind(c),
     page: c.page.bind(c),
   });

@@ -66,6 +66,14 @@ const hasControl = (text: string): boolean => {
  * bytes of a split character are dropped first.
  */
 function utf8(bytes: Buffer, cut: boolean): string | null {
+  // Printable ASCII (most answers: "ok", a small JSON): the text as it is, without the decoder's
+  // per-call cost, which was more than all the rest of an attempt's capture.
+  let ascii = true;
+  for (let i = 0; i < bytes.length && ascii; i++) {
+    const b = bytes[i];
+    ascii = b < 0x80 && !isControl(b);
+  }
+  if (ascii) return bytes.toString("latin1");
   for (let drop = 0; drop <= (cut ? 3 : 0) && drop <= bytes.length; drop++) {
     let text: string;
     try {

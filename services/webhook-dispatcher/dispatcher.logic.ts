@@ -112,6 +112,7 @@ export function settledDelivery(delivery: DeliveryDoc, outcome: Outcome, attempt
 
 /** Which of `peers` (node ids, sorted) sweeps the event `eventId`: ULIDs' last characters spread evenly. */
 export function ownerOf(eventId: string, peers: readonly string[]): string {
+  if (peers.length === 1) return peers[0];
   let h = 0;
   for (let i = Math.max(0, eventId.length - 6); i < eventId.length; i++) h = (h * 31 + eventId.charCodeAt(i)) | 0;
   return peers[(h >>> 0) % peers.length];

@@ -654,6 +654,14 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       (tenant, events) => this.fanOut(tenant, events),
       this.logger,
       unmarkThrough(this.broker),
+      () => {
+        // What fanOut takes of swept events: its share once the view of dispatcher nodes settled, none before.
+        const settled = !this.broker.transit || Date.now() - this.peersSince >= VIEW_SETTLE_MS;
+        if (settled && this.peers.length === 1) return null;
+        const me = this.broker.nodeID;
+        const peers = this.peers;
+        return (id) => settled && ownerOf(id, peers) === me;
+      },
     );
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.polling = false;

@@ -165,6 +165,16 @@ class MongooseCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  pluck<K extends keyof T & string>(scope: Scope, filter: Filter, fields: readonly K[], options: FindOptions = {}): Promise<Pick<T, K>[]> {
+    return this.run(async () => {
+      const query = this.model.find(scoped(scope, filter), { ...WITHOUT_ID, ...Object.fromEntries(fields.map((f) => [f, 1])) });
+      if (options.sort) query.sort(options.sort);
+      if (options.skip) query.skip(options.skip);
+      if (options.limit) query.limit(options.limit);
+      return (await query.lean<Pick<T, K>[]>().exec()).map((doc) => decodeDoc(doc));
+    });
+  }
+
   count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
     if (options.limit !== undefined)
       return this.run(() => this.model.collection.countDocuments(scoped(scope, filter), { limit: options.limit }));

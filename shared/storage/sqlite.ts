@@ -300,6 +300,20 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  pluck<K extends keyof T & string>(scope: Scope, filter: Filter, fields: readonly K[], options: FindOptions = {}): Promise<Pick<T, K>[]> {
+    return this.read(() => {
+      const { sql, params } = this.select(scope, filter, options, fields.map((f) => this.layout.expr(f)).join(", "));
+      const rows = this.store.statement(sql, true).all(...params) as unknown as (string | number | null)[][];
+      return rows.map((row) => {
+        const picked: Record<string, string | number> = {};
+        fields.forEach((field, i) => {
+          if (row[i] !== null) picked[field] = row[i];
+        });
+        return picked as Pick<T, K>;
+      });
+    });
+  }
+
   count(scope: Scope, filter: Filter, options: Pick<FindOptions, "limit"> = {}): Promise<number> {
     return this.read(() => {
       if (options.limit === undefined) {

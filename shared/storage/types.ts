@@ -95,6 +95,11 @@ export interface ReadView<T extends Doc> {
   findOne(scope: Scope, filter: Filter, options?: Pick<FindOptions, "sort">): Promise<T | null>;
   find(scope: Scope, filter: Filter, options?: FindOptions): Promise<T[]>;
   /**
+   * Only `fields` of each match, in order (strings and numbers: what an index orders by): a read
+   * that parses no document, for picking which matches to load (a sweep shared among nodes).
+   */
+  pluck<K extends keyof T & string>(scope: Scope, filter: Filter, fields: readonly K[], options?: FindOptions): Promise<Pick<T, K>[]>;
+  /**
    * How many documents match; with `limit`, counts at most that many (a bounded read through the
    * index, so a list can say "more than N" without visiting every match).
    */

@@ -148,6 +148,24 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
       expect(await items.findOne(A, { seq: 99 })).toBeNull();
     });
 
+    it("plucks fields of the matches in order, without the rest of the documents", async () => {
+      for (const seq of [3, 1, 2]) await put({ seq, name: `n${seq}`, status: seq === 2 ? undefined : "on" });
+      await items.insert({ id: uid(), ...B, name: "other", seq: 0 });
+      const picked = await items.pluck(A, { seq: { $gte: 1 } }, ["id", "seq", "status"], { sort: { seq: 1 }, limit: 2 });
+      const docs = await items.find(A, {}, { sort: { seq: 1 }, limit: 2 });
+      expect(picked).toEqual([
+        { id: docs[0].id, seq: 1, status: "on" },
+        // A field the document does not have is left out.
+        { id: docs[1].id, seq: 2 },
+      ]);
+      expect(await items.pluck(ALL_TENANTS, {}, ["name"], { sort: { seq: -1 } })).toEqual([
+        { name: "n3" },
+        { name: "n2" },
+        { name: "n1" },
+        { name: "other" },
+      ]);
+    });
+
     it("counts at most `limit` matches when given one", async () => {
       for (const seq of [1, 2, 3, 4, 5, 6, 7]) await put({ seq, status: seq % 2 ? "odd" : "even" });
       expect(await items.count(A, {}, { limit: 3 })).toBe(3);

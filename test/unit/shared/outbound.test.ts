@@ -6,8 +6,16 @@ describe("outbound, at send time", () => {
   let port: number;
   let hits = 0;
   beforeAll(async () => {
-    server = createServer((_req, res) => {
+    server = createServer((req, res) => {
       hits += 1;
+      // /big/<n>: n bytes of "x", in 16 KiB writes; /slow: headers at once, the body never.
+      const big = /^\/big\/(\d+)$/.exec(req.url ?? "");
+      if (big) {
+        res.writeHead(201, { "content-type": "text/plain", "x-seen": "yes" });
+        for (let left = Number(big[1]); left > 0; left -= 16_384) res.write("x".repeat(Math.min(left, 16_384)));
+        return res.end();
+      }
+      if (req.url === "/slow") return res.writeHead(200).write("partial");
       res.end("ok");
     });
     await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
@@ -41,5 +49,36 @@ describe("outbound, at send time", () => {
       expect(res.error).not.toMatch(/127\.0\.0\.1|::1/);
     }
     await strict.close();
+  });
+
+  it("keeps the first `keep` bytes and the answer's length: read to its end when kept, up to 64 KiB when captured or dropped", async () => {
+    const open = outboundAgent(true);
+    const url = (n: number) => `http://127.0.0.1:${port}/big/${n}`;
+    try {
+      const kept = await outbound(open, url(100_000), { ...req, keep: 10 });
+      expect(kept).toMatchObject({ answered: true, status: 201, contentType: "text/plain", text: "x".repeat(10), bytes: 100_000 });
+      const captured = await outbound(open, url(100_000), { ...req, keep: 10, capture: true });
+      expect(captured).toMatchObject({ answered: true, status: 201, text: "" });
+      if (!captured.answered) throw new Error("not answered");
+      expect(captured.head?.toString()).toBe("x".repeat(10));
+      expect(captured.headers?.["x-seen"]).toBe("yes");
+      // Read past 64 KiB, then dropped: the length known is what was read.
+      expect(captured.bytes).toBeGreaterThan(64 * 1024);
+      expect(captured.bytes).toBeLessThan(100_000);
+      expect(await outbound(open, url(5), { ...req, keep: 0 })).toMatchObject({ answered: true, status: 201, text: "", bytes: 0 });
+    } finally {
+      await open.destroy();
+    }
+  });
+
+  it("times out an answer whose body stops coming, and names the time-out", async () => {
+    const open = outboundAgent(true);
+    try {
+      const res = await outbound(open, `http://127.0.0.1:${port}/slow`, { ...req, timeoutMs: 300, keep: 100 });
+      expect(res).toMatchObject({ answered: false, error: "no answer within 300 ms" });
+      expect(res.ms).toBeGreaterThanOrEqual(250);
+    } finally {
+      await open.destroy();
+    }
   });
 });
