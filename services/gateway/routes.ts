@@ -18,25 +18,67 @@ export interface RouteDef {
   secret?: "key" | "secret" | "signing_secret";
   /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.ts). */
   stream?: true;
+  /**
+   * Every mutation (a route that is not a GET) says how its success is recorded in the audit log
+   * (`GET /audit-log`), or `false` with the reason it is not (test/unit/services/gateway/routes.test.ts).
+   */
+  audit?: AuditSpec | false;
 }
+
+export interface AuditSpec {
+  /** `<resource type>.<verb>`: the entry's action, and its resource's type (the part before the dot). */
+  action: string;
+  /** The field of the answer holding the resource's id; default: the path's last parameter, else the answer's `id`. */
+  id?: string;
+}
+
+const audit = (action: string, id?: string): AuditSpec => ({ action, ...(id && { id }) });
 
 export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/me", action: "orgs.me", scope: null },
 
   { method: "GET", path: "/orgs/{id}", action: "orgs.get", scope: "org:admin" },
-  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin" },
+  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin", audit: audit("org.updated") },
   { method: "GET", path: "/orgs/{id}/environments", action: "orgs.environments", scope: "org:admin", list: true },
   { method: "GET", path: "/orgs/{id}/members", action: "orgs.listMembers", scope: "org:admin", list: true },
-  { method: "POST", path: "/orgs/{id}/members", action: "orgs.addMember", scope: "org:admin", status: 201 },
-  { method: "PATCH", path: "/orgs/{id}/members/{member_id}", action: "orgs.updateMember", scope: "org:admin" },
-  { method: "DELETE", path: "/orgs/{id}/members/{member_id}", action: "orgs.removeMember", scope: "org:admin" },
+  {
+    method: "POST",
+    path: "/orgs/{id}/members",
+    action: "orgs.addMember",
+    scope: "org:admin",
+    status: 201,
+    audit: audit("member.added", "id"),
+  },
+  {
+    method: "PATCH",
+    path: "/orgs/{id}/members/{member_id}",
+    action: "orgs.updateMember",
+    scope: "org:admin",
+    audit: audit("member.role_changed"),
+  },
+  {
+    method: "DELETE",
+    path: "/orgs/{id}/members/{member_id}",
+    action: "orgs.removeMember",
+    scope: "org:admin",
+    audit: audit("member.removed"),
+  },
 
-  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", status: 201, secret: "key" },
+  {
+    method: "POST",
+    path: "/api-keys",
+    action: "keys.create",
+    scope: "api-keys:write",
+    status: 201,
+    secret: "key",
+    audit: audit("api_key.created"),
+  },
   { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", list: true },
   { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read" },
-  { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write" },
+  { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write", audit: audit("api_key.revoked") },
 
-  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", status: 201 },
+  // The data plane (thousands a second) is not in the audit log: GET /analytics/usage counts it by key and route.
+  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", status: 201, audit: false },
   { method: "GET", path: "/events", action: "events.list", scope: "events:read", list: true },
   // Before `/events/{id}`: routes match in this order.
   { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", list: true },
@@ -44,45 +86,111 @@ export const ROUTES: readonly RouteDef[] = [
   // The delivery log's view of one event: webhooks:read, as every view of the log.
   { method: "GET", path: "/events/{id}/deliveries", action: "webhooks.eventDeliveries", scope: "webhooks:read", list: true },
 
-  { method: "POST", path: "/workflows", action: "workflows.create", scope: "workflows:write", status: 201, secret: "signing_secret" },
+  {
+    method: "POST",
+    path: "/workflows",
+    action: "workflows.create",
+    scope: "workflows:write",
+    status: 201,
+    secret: "signing_secret",
+    audit: audit("workflow.created"),
+  },
   { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", list: true },
   { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read" },
-  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write" },
-  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write" },
+  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write", audit: audit("workflow.updated") },
+  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write", audit: audit("workflow.deleted") },
   {
     method: "POST",
     path: "/workflows/{id}/rotate-secret",
     action: "workflows.rotateSecret",
     scope: "workflows:write",
     secret: "signing_secret",
+    audit: audit("workflow.secret_rotated"),
   },
-  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", status: 201 },
+  // The data plane, as POST /events (counted by key in GET /analytics/usage); the run itself is the record.
+  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", status: 201, audit: false },
   { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", list: true },
   { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/cancel", action: "workflows.cancelRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/approve", action: "workflows.approveRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/reject", action: "workflows.rejectRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/retry", action: "workflows.retryRun", scope: "workflows:write" },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/rerun", action: "workflows.rerunRun", scope: "workflows:write", status: 201 },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/cancel",
+    action: "workflows.cancelRun",
+    scope: "workflows:write",
+    audit: audit("run.cancelled"),
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/approve",
+    action: "workflows.approveRun",
+    scope: "workflows:write",
+    audit: audit("run.approved"),
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/reject",
+    action: "workflows.rejectRun",
+    scope: "workflows:write",
+    audit: audit("run.rejected"),
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/retry",
+    action: "workflows.retryRun",
+    scope: "workflows:write",
+    audit: audit("run.retried"),
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/rerun",
+    action: "workflows.rerunRun",
+    scope: "workflows:write",
+    status: 201,
+    audit: audit("run.rerun"),
+  },
   { method: "GET", path: "/workflows/{id}/versions/{version}", action: "workflows.getVersion", scope: "workflows:read" },
   { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", list: true },
 
+  // Every organization's successful mutations, both environments (see AuditSpec).
+  { method: "GET", path: "/audit-log", action: "orgs.auditLog", scope: "org:admin", list: true },
+
   // The values never leave: a creation answers the metadata only, and only the engine decrypts.
-  { method: "POST", path: "/secrets", action: "workflows.createSecret", scope: "secrets:write", status: 201 },
+  {
+    method: "POST",
+    path: "/secrets",
+    action: "workflows.createSecret",
+    scope: "secrets:write",
+    status: 201,
+    audit: audit("secret.stored", "name"),
+  },
   { method: "GET", path: "/secrets", action: "workflows.listSecrets", scope: "secrets:read", list: true },
   { method: "GET", path: "/secrets/{name}", action: "workflows.getSecret", scope: "secrets:read" },
-  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write" },
+  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write", audit: audit("secret.deleted") },
 
   { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read" },
   { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read" },
   { method: "GET", path: "/analytics/webhooks", action: "analytics.webhooks", scope: "analytics:read" },
 
-  { method: "POST", path: "/webhooks", action: "webhooks.create", scope: "webhooks:write", status: 201, secret: "secret" },
+  {
+    method: "POST",
+    path: "/webhooks",
+    action: "webhooks.create",
+    scope: "webhooks:write",
+    status: 201,
+    secret: "secret",
+    audit: audit("webhook.created"),
+  },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read" },
-  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write" },
-  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write" },
-  { method: "POST", path: "/webhooks/{id}/rotate-secret", action: "webhooks.rotateSecret", scope: "webhooks:write", secret: "secret" },
+  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write", audit: audit("webhook.updated") },
+  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write", audit: audit("webhook.deleted") },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/rotate-secret",
+    action: "webhooks.rotateSecret",
+    scope: "webhooks:write",
+    secret: "secret",
+    audit: audit("webhook.secret_rotated"),
+  },
   { method: "GET", path: "/webhooks/{id}/deliveries", action: "webhooks.deliveries", scope: "webhooks:read", list: true },
   { method: "GET", path: "/webhooks/{id}/deliveries/{delivery_id}", action: "webhooks.delivery", scope: "webhooks:read" },
   {
@@ -90,15 +198,44 @@ export const ROUTES: readonly RouteDef[] = [
     path: "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
     action: "webhooks.redeliver",
     scope: "webhooks:write",
+    audit: audit("delivery.redelivered"),
   },
-  { method: "POST", path: "/webhooks/{id}/deliveries/{delivery_id}/retry", action: "webhooks.retry", scope: "webhooks:write" },
-  { method: "POST", path: "/webhooks/{id}/test", action: "webhooks.test", scope: "webhooks:write", status: 201 },
-  { method: "POST", path: "/webhooks/{id}/recover", action: "webhooks.recover", scope: "webhooks:write", status: 202 },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/deliveries/{delivery_id}/retry",
+    action: "webhooks.retry",
+    scope: "webhooks:write",
+    audit: audit("delivery.retried"),
+  },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/test",
+    action: "webhooks.test",
+    scope: "webhooks:write",
+    status: 201,
+    audit: audit("webhook.tested"),
+  },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/recover",
+    action: "webhooks.recover",
+    scope: "webhooks:write",
+    status: 202,
+    audit: audit("webhook.recovery_started"),
+  },
   { method: "GET", path: "/webhooks/{id}/recover/{job_id}", action: "webhooks.recovery", scope: "webhooks:read" },
 
   // The CLI's `listen --forward-to`: a stream of signed deliveries, and the local answers it reports.
   { method: "GET", path: "/listen", action: "gateway.listen", scope: "webhooks:write", stream: true },
-  { method: "POST", path: "/listen/{id}/attempts", action: "webhook-dispatcher.listenerAttempt", scope: "webhooks:write", status: 201 },
+  // A listener's report of its local answers (one per delivery it forwards) changes nothing of the organization's.
+  {
+    method: "POST",
+    path: "/listen/{id}/attempts",
+    action: "webhook-dispatcher.listenerAttempt",
+    scope: "webhooks:write",
+    status: 201,
+    audit: false,
+  },
   { method: "GET", path: "/listen/{id}/deliveries", action: "webhook-dispatcher.listenerDeliveries", scope: "webhooks:read", list: true },
 ];
 

@@ -1,5 +1,6 @@
 import { ApiError, notFound } from "../../shared/errors";
-import type { Actor } from "../../shared/wire";
+import type { AuditRecord } from "../../shared/audit";
+import type { Actor, AuditEntry } from "../../shared/wire";
 import type { Role } from "./orgs.params";
 
 export interface OrgDoc {
@@ -61,3 +62,18 @@ export function checkOwnersLeft(ownersAfter: number): void {
     throw new ApiError("invalid_state", "An organization must keep at least one owner", { param: "role" });
   }
 }
+
+export const auditView = (doc: AuditRecord): AuditEntry => ({
+  object: "audit_entry",
+  id: doc.id,
+  environment: doc.environment,
+  actor: doc.actor,
+  action: doc.action,
+  method: doc.method,
+  route: doc.route,
+  resource: doc.resource,
+  request_id: doc.request_id,
+  client_address: doc.client_address,
+  status: doc.status,
+  created_at: doc.created_at,
+});
