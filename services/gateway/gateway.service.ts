@@ -307,18 +307,19 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         { ...body, ...query, ...match.params },
         { meta, ...(route.method === "GET" && { retries: 2 }) },
       );
-      // A request whose key was revoked while it ran is refused, whatever it did.
-      if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
+      // A request whose key was revoked while it ran is refused, whatever it did (its change, done, is audited).
+      const revoked = this.identities.wasRevoked(caller.key_id);
       const status = route.status ?? 200;
       // A list's meta is all its action answers besides the items (see ListResult).
       const { items, ...listMeta } = route.list ? data : { items: undefined };
       const envelope = route.list ? { data: items, meta: listMeta } : { data };
-      if (x.idempotency) {
+      if (x.idempotency && !revoked) {
         await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
         // Settled: a later failure (the audit entry's) must not overwrite the change's stored answer.
         x.idempotency = undefined;
       }
-      if (route.audit) await this.recordAudit(x, caller, route.audit, match.params, data, status);
+      if (route.audit) await this.recordAudit(x, caller, route.audit, match.params, data, revoked ? 401 : status);
+      if (revoked) throw new ApiError("api_key_revoked", "This API key has been revoked");
       return { status, body: envelope };
     },
 

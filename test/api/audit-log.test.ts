@@ -36,12 +36,13 @@ const steps = [{ id: "ok", type: "approval", message: "go?" }];
 
 describe("GET /audit-log", () => {
   /** Each mutation made below, with what its entry must say; and everything secret they answered. */
-  type By = "admin" | "writer" | "test admin";
+  type By = "admin" | "writer" | "test admin" | "self";
   const made: { res: { requestId: string; status: number }; action: string; method: string; route: string; resource: string; by: By }[] =
     [];
   const secrets: string[] = [];
   let adminKeyId = "";
   let writer: { id: string; key: string };
+  let selfKey: { id: string; key: string };
 
   beforeAll(async () => {
     const org = suite.acme.org.id;
@@ -143,6 +144,14 @@ describe("GET /audit-log", () => {
     did(testKey, "api_key.created", "POST", "/api-keys", testKey.body.data.id, "test admin");
     did(await call("DELETE", `/api-keys/${writer.id}`), "api_key.revoked", "DELETE", "/api-keys/{id}", writer.id);
     for (const { res } of made) expect(res.status).toBeLessThan(300);
+    // A key that revokes itself is answered 401 (it is revoked by then), and its revocation is recorded so.
+    const selfMade = await call("POST", "/api-keys", { name: "self", scopes: ["api-keys:write"] });
+    const self = selfMade.body.data;
+    did(selfMade, "api_key.created", "POST", "/api-keys", self.id);
+    const selfRevoked = await call("DELETE", `/api-keys/${self.id}`, undefined, self.key);
+    expect(selfRevoked.status).toBe(401);
+    did(selfRevoked, "api_key.revoked", "DELETE", "/api-keys/{id}", self.id, "self");
+    selfKey = self;
   });
 
   it("records each successful mutation once, as it was asked: key, action, route, resource, request id, address, status", async () => {
@@ -152,6 +161,7 @@ describe("GET /audit-log", () => {
       admin: { key_id: adminKeyId, key_name: "Default live key" },
       writer: { key_id: writer.id, key_name: "writer" },
       "test admin": { key_id: testAdmin, key_name: "Default test key" },
+      self: { key_id: selfKey.id, key_name: "self" },
     };
     for (const { res, action, method, route, resource, by } of made) {
       const mine = entries.filter((e) => e.request_id === res.requestId);
@@ -179,7 +189,8 @@ describe("GET /audit-log", () => {
 
   it("keeps no secret: no key, webhook secret, signing secret or secret value is in any entry", async () => {
     const text = JSON.stringify(await allEntries());
-    expect(secrets.length).toBe(7);
+    secrets.push(selfKey.key);
+    expect(secrets.length).toBe(8);
     for (const secret of secrets) expect(text.includes(secret)).toBe(false);
   });
 
