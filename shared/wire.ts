@@ -383,7 +383,7 @@ export interface AuditEntry {
   object: "audit_entry";
   id: string;
   /** The environment of the key that made the change. */
-  environment: "live" | "test";
+  environment: Environment;
   actor: Actor;
   /** Stable name of what was done, `<resource>.<verb>`: `webhook.created`, `run.approved`, `member.role_changed`, … */
   action: string;
