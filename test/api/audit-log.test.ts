@@ -260,6 +260,38 @@ describe("GET /audit-log", () => {
     expect(next.body.data.map((e: any) => e.id)).toEqual(ids.slice(2, 6));
   });
 
+  it("stores the entries that arrive while a write is under way together, in the next write (group commit)", async () => {
+    const wf = await call("POST", "/workflows", { name: "busy", trigger: { type: "manual" }, steps });
+    const broker = suite.p.broker;
+    const gateway = broker.getLocalService("gateway") as unknown as { auditLog: { waiting: number } };
+    const original = broker.call.bind(broker);
+    const writes: number[] = [];
+    let first: Promise<void> | undefined;
+    let release: () => void = () => undefined;
+    // The first write is held (a slow store, a NATS round trip) until the 39 other mutations' entries wait behind it.
+    const spy = jest.spyOn(broker, "call").mockImplementation(((action: string, params: { entries?: unknown[] }, opts?: unknown) => {
+      if (action !== "orgs.recordAudit") return original(action, params, opts as never);
+      writes.push(params.entries?.length ?? 0);
+      first ??= new Promise<void>((ok) => (release = ok));
+      return (writes.length === 1 ? first : Promise.resolve()).then(() => original(action, params, opts as never));
+    }) as typeof broker.call);
+    try {
+      const answers = Promise.all(
+        Array.from({ length: 40 }, (_, i) => call("PATCH", `/workflows/${wf.body.data.id}`, { description: `take ${i}` })),
+      );
+      await waitFor("39 entries waiting behind the first write", async () => gateway.auditLog.waiting === 39);
+      release();
+      const done = await answers;
+      expect(done.map((a) => a.status)).toEqual(done.map(() => 200));
+      expect(writes).toEqual([1, 39]);
+      const ids = new Set(done.map((a) => a.requestId));
+      const listed = (await auditLog(`?resource_id=${wf.body.data.id}&action=workflow.updated&per_page=100`)).body.data as any[];
+      expect(listed.filter((e) => ids.has(e.request_id))).toHaveLength(40);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it("is pruned after AUDIT_RETENTION_DAYS", async () => {
     const before = (await allEntries()).length;
     expect(await suite.p.broker.call("orgs.prune", { now: Date.now() + 364 * 86_400_000 })).toBe(0);
