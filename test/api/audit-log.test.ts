@@ -304,7 +304,18 @@ describe("GET /audit-log", () => {
   it("answers 500 when a change's entry cannot be stored: the change stands, its answer never says it succeeded", async () => {
     const orgs = suite.p.broker.getLocalService("orgs")!;
     await suite.p.broker.destroyService(orgs);
+    const gateway = suite.p.broker.getLocalService("gateway")!;
+    const logged = jest.spyOn(gateway.logger, "error");
     const res = await call("POST", "/webhooks", { url: "http://127.0.0.1:9/unaudited", events: ["*"] });
+    // Never silent: an error line with the request id and the whole entry (nothing secret in it).
+    expect(logged).toHaveBeenCalledWith(
+      expect.objectContaining({
+        request_id: res.requestId,
+        audit_entry: expect.objectContaining({ action: "webhook.created", request_id: res.requestId, status: 201 }),
+      }),
+      "Audit log entry not stored; the change was applied",
+    );
+    logged.mockRestore();
     expect({ status: res.status, code: res.body.error.code, request_id: res.body.error.request_id }).toEqual({
       status: 500,
       code: "internal_error",
