@@ -6,7 +6,7 @@ import ApiGateway from "moleculer-web";
 import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
 import { FailureLog } from "../../shared/failure-log";
-import { newId, nowIso } from "../../shared/ids";
+import { newId, timeOfId } from "../../shared/ids";
 import type { AuditRecord } from "../../shared/audit";
 import { Metrics } from "../../shared/metrics";
 import { REQUEST_ID_PATTERN, validTraceparent } from "../../shared/trace";
@@ -599,8 +599,9 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     },
 
     async recordAudit(x, caller, spec, params, data, status) {
+      const id = newId("aud");
       const entry: AuditRecord = {
-        id: newId("aud"),
+        id,
         org_id: caller.org_id,
         environment: caller.environment,
         actor: { key_id: caller.key_id, key_name: caller.key_name ?? null },
@@ -611,7 +612,8 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         request_id: x.requestId,
         client_address: x.address,
         status,
-        created_at: nowIso(),
+        // The id's own time: a time range of the list (a range of ids) then agrees with created_at to the millisecond.
+        created_at: new Date(timeOfId(id)).toISOString(),
       };
       try {
         await this.auditLog.record(entry);

@@ -10,7 +10,17 @@ import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mix
 import { ALL_TENANTS, collectionSpec, type Filter } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
 import type { ApiKey, AuditEntry, Me } from "../../shared/wire";
-import { auditView, checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
+import {
+  auditView,
+  checkOneAuditFilter,
+  checkOwnOrg,
+  checkOwnersLeft,
+  ENVIRONMENTS,
+  memberView,
+  orgView,
+  type MemberDoc,
+  type OrgDoc,
+} from "./orgs.logic";
 import {
   addMemberParams,
   auditLogParams,
@@ -234,12 +244,13 @@ const OrgsService: ServiceSchema<PlatformSettings, OrgsMethods, OrgsVars> = {
 
     /**
      * GET /audit-log — org:admin; the organization's entries of both environments, newest first, by
-     * action, resource id, key, environment and time (a time range is a range of ids: one index read).
+     * one of action, resource id, key or environment, and time (a time range is a range of ids: one index read).
      */
     auditLog: {
       params: auditLogParams,
       handler(ctx: Ctx<AuditLogParams>): Promise<ListResult<AuditEntry>> {
         const { action, resource_id, key_id, environment, created_after, created_before } = ctx.params;
+        checkOneAuditFilter(ctx.params);
         const range = {
           ...(created_after !== undefined && { $gte: idFloorAt("aud", instantOf("created_after", created_after)) }),
           ...(created_before !== undefined && { $lt: idFloorAt("aud", instantOf("created_before", created_before)) }),
