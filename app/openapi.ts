@@ -7,6 +7,13 @@ import { idOf, REQUEST_COMPONENTS, REQUEST_ID, REQUEST_RULES, RESOURCES } from "
 import { SCOPES } from "../shared/scopes";
 import { API_VERSIONS, LATEST_VERSION } from "../shared/versions";
 import { matchRoute } from "../services/gateway/routes";
+import { AUDIT_FILTERS } from "../services/orgs/orgs.logic";
+
+/**
+ * Query parameters of which a request may name one at most (each reads its own index): stated in
+ * the operation's description and as `x-exclusive-query`, which the fuzz test honours.
+ */
+const EXCLUSIVE_QUERY: Record<string, readonly string[]> = { "orgs.auditLog": AUDIT_FILTERS };
 
 /**
  * The API reference (OpenAPI 3.1), made from the gateway's route table and each action's
@@ -101,6 +108,7 @@ const TAGS: Record<string, { name: string; description: string }> = {
   workflows: { name: "Workflows", description: "Workflow definitions, their versions and their runs" },
   runs: { name: "Workflows", description: "Workflow definitions, their versions and their runs" },
   secrets: { name: "Secrets", description: "Encrypted values http steps send as `{{secrets.NAME}}`; never shown again" },
+  "audit-log": { name: "Audit log", description: "Who changed what in the organization, from where and when" },
   analytics: { name: "Analytics", description: "Usage and outcome counters by window" },
   webhooks: { name: "Webhooks", description: "Webhook endpoints and their delivery log" },
   listen: { name: "Listen", description: "The CLI's `listen --forward-to`: signed deliveries streamed to a developer's machine" },
@@ -131,6 +139,8 @@ const ERROR_STATUSES: Record<string, string> = {
   "429": "Over the key's, organization's or address's request budget: wait Retry-After seconds",
   "408": "The body did not arrive in time (HTTP_BODY_TIMEOUT_MS); the connection is closed",
   "503": "The platform cannot serve it now (a service or the store is unreachable): retry after Retry-After seconds",
+  "500":
+    "Audited changes only: the change was applied but its audit log entry could not be stored (a success is never answered without it); with an Idempotency-Key, a retry answers the change's stored success",
 };
 
 /**
@@ -247,14 +257,20 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     };
     const errors = Object.keys(ERROR_STATUSES).filter(
       (code) =>
-        (code !== "403" || route.scope !== null) && (code !== "404" || inPath.length > 0) && (code !== "409" || route.method !== "GET"),
+        (code !== "403" || route.scope !== null) &&
+        (code !== "404" || inPath.length > 0) &&
+        (code !== "409" || route.method !== "GET") &&
+        (code !== "500" || Boolean(route.audit)),
     );
     paths[route.path] ??= {};
     paths[route.path][route.method.toLowerCase()] = {
       operationId: operationId(route),
       tags: [tagOf(route)],
       summary: `${route.method} ${route.path}`,
-      description: route.scope === null ? "Any valid key." : `Needs the \`${route.scope}\` scope.`,
+      description:
+        (route.scope === null ? "Any valid key." : `Needs the \`${route.scope}\` scope.`) +
+        (EXCLUSIVE_QUERY[route.action] ? ` Filter by one of ${EXCLUSIVE_QUERY[route.action].join(", ")} at a time.` : ""),
+      ...(EXCLUSIVE_QUERY[route.action] && { "x-exclusive-query": [...EXCLUSIVE_QUERY[route.action]] }),
       security: [{ bearer: route.scope === null ? [] : [route.scope] }],
       parameters,
       ...(requestBody && { requestBody }),
@@ -392,6 +408,7 @@ const EXAMPLE_CODES: Record<string, keyof typeof ERROR_CODES> = {
   "415": "unsupported_media_type",
   "429": "rate_limited",
   "503": "service_unavailable",
+  "500": "internal_error",
 };
 
 const ERROR_SCHEMA: Json = {

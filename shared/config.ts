@@ -43,6 +43,7 @@ export const SETTING_NAMES = [
   "RUN_STARTS_PER_MINUTE",
   "USAGE_RETENTION_DAYS",
   "EVENT_RETENTION_DAYS",
+  "AUDIT_RETENTION_DAYS",
   "METRICS_PORT",
   "METRICS_HOST",
   "NATS_USER",
@@ -84,6 +85,8 @@ export interface Settings {
   usageRetentionDays: number;
   /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/retention.ts). */
   eventRetentionDays: number;
+  /** Audit log entries older than this many days are pruned (the orgs service owns them). */
+  auditRetentionDays: number;
   /** Prometheus metrics on this port (`/metrics`); unset: off. */
   metricsPort: number | undefined;
   /** The address the metrics listener binds: METRICS_HOST, else HOST (where the API listens). */
@@ -241,6 +244,7 @@ export function loadSettings(env: Env = process.env): Settings {
     runStartsPerMinute: int(env, "RUN_STARTS_PER_MINUTE", 6000, 1, 10_000_000),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
+    auditRetentionDays: int(env, "AUDIT_RETENTION_DAYS", 365, 1, 3650),
     metricsPort: env.METRICS_PORT?.trim() ? int(env, "METRICS_PORT", 0, 1, 65535) : undefined,
     metricsHost: metricsHost(env, env.HOST?.trim() || "0.0.0.0"),
     nats: natsAuth(env),

@@ -27,17 +27,22 @@ export const SYSTEM_EVENT_TYPES = {
     "An approval step was decided: workflow_id, run_id, step_id, decision (approved or rejected), comment, decided_by, decided_at",
   "workflow.deleted": "A workflow was deleted (its runs not ended are cancelled): workflow_id, name, deleted_at, deleted_by",
   "webhook.deleted": "A webhook was deleted: webhook_id, url, deleted_at, deleted_by",
+  "member.role_changed":
+    "A member's role was changed (PATCH /orgs/{id}/members/{member_id}), in the environment of the key that changed it: member_id, email, previous_role, role, role_changed_by, role_changed_at",
 } as const;
 export type SystemEventType = keyof typeof SYSTEM_EVENT_TYPES;
 
 export const RESERVED_PREFIXES = ["workflow.", "approval.", "api_key.", "webhook."] as const;
+/** System types outside the reserved prefixes: reserved one by one. */
+export const RESERVED_TYPES = ["member.role_changed"] as const;
 
 /** Lower-case dotted names such as `order.created`: at least two parts. */
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 export const EVENT_TYPE_MAX = 100;
 
-export const isReservedType = (type: string): boolean => RESERVED_PREFIXES.some((p) => type.startsWith(p));
 export const isSystemType = (type: string): type is SystemEventType => Object.prototype.hasOwnProperty.call(SYSTEM_EVENT_TYPES, type);
+/** A reserved prefix, or a system type outside them (`member.role_changed`: `member.*` stays open to clients' own events). */
+export const isReservedType = (type: string): boolean => RESERVED_PREFIXES.some((p) => type.startsWith(p)) || isSystemType(type);
 
 /** An event as stored: what the API shows (shared/wire.ts) and the markers the services work from. */
 export interface EventDoc extends Omit<PlatformEvent, "object"> {

@@ -1,7 +1,7 @@
 import { randomFillSync } from "node:crypto";
-import { encodeTime, monotonicFactory } from "ulid";
+import { decodeTime, encodeTime, monotonicFactory } from "ulid";
 
-export const ID_PREFIXES = ["org", "mem", "key", "wf", "run", "evt", "wh", "del", "req", "rcv", "sec"] as const;
+export const ID_PREFIXES = ["org", "mem", "key", "wf", "run", "evt", "wh", "del", "req", "rcv", "sec", "aud"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /**
@@ -40,3 +40,6 @@ export const nowIso = (): string => new Date().toISOString();
  * of creation times is a range of ids, read along the index every list has on `id`.
  */
 export const idFloorAt = (prefix: IdPrefix, ms: number): string => `${prefix}_${encodeTime(ms, 10).toLowerCase()}${"0".repeat(16)}`;
+
+/** The time (ms) an id of newId was made at: what a time range of ids (idFloorAt) compares. */
+export const timeOfId = (id: string): number => decodeTime(id.slice(id.indexOf("_") + 1).toUpperCase());

@@ -192,3 +192,11 @@ export const idParams = { $$strict: true, id: idParam } as const;
 export interface IdParams {
   id: string;
 }
+
+/** Refuses a time that is not an ISO 8601 instant; answers it in ms. */
+export function instantOf(name: string, value: string): number {
+  const ms = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms))
+    throw invalidParam(name, `${name} must be an ISO 8601 time, e.g. 2026-01-31T12:00:00Z`);
+  return ms;
+}

@@ -314,6 +314,38 @@ export const RESOURCES: Record<string, JsonSchema> = {
     [],
     "A secret as the API shows it: never its value",
   ),
+  AuditEntry: object(
+    "AuditEntry",
+    {
+      object: objectTag("audit_entry"),
+      id: idOf("aud"),
+      environment: { ...environment, description: "The environment of the key that made the change" },
+      actor: ref("Actor"),
+      action: {
+        type: "string",
+        pattern: "^[a-z_]+\\.[a-z_]+$",
+        examples: ["webhook.created"],
+        description: "What was done: `<resource>.<verb>`",
+      },
+      method: { type: "string", enum: ["POST", "PATCH", "DELETE"] },
+      route: { type: "string", examples: ["POST /webhooks/{id}/rotate-secret"], description: "The operation: method and path template" },
+      resource: object("AuditResource", { type: { type: "string" }, id: { type: ["string", "null"] } }),
+      request_id: REQUEST_ID,
+      client_address: {
+        type: "string",
+        description: "The client's address as the gateway saw it (X-Forwarded-For's last with TRUST_PROXY)",
+      },
+      status: {
+        type: "integer",
+        minimum: 200,
+        maximum: 599,
+        description: "The status answered: 2xx, or 401 for a key that revoked itself",
+      },
+      created_at: time,
+    },
+    [],
+    "One successful mutation made through the API: who, what, to which resource, from where and when",
+  ),
   Workflow: object("Workflow", {
     object: objectTag("workflow"),
     id: idOf("wf"),
@@ -622,6 +654,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     event_type: { ...EVENT_TYPE, description: "One the webhook subscribes to (by default its first; `webhook.test` for `*`)" },
   },
   "workflows.listAllRuns": { created_after: instant, created_before: instant },
+  "orgs.auditLog": { created_after: instant, created_before: instant },
   "workflows.createSecret": {
     name: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_]{0,63}$", description: "As in `{{secrets.NAME}}`", examples: ["STRIPE_KEY"] },
   },

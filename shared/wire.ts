@@ -408,3 +408,29 @@ export interface EnvironmentInfo {
   name: string;
   description: string;
 }
+
+/**
+ * One line of the audit log (`GET /audit-log`): a mutation made through the API that succeeded, by
+ * whom (the key: keys belong to the organization, not to a member), what (the route and a stable
+ * action name such as `webhook.created`), to which resource, from where and when. No request or
+ * answer body is kept, so no secret, key or signing secret can appear in one.
+ */
+export interface AuditEntry {
+  object: "audit_entry";
+  id: string;
+  /** The environment of the key that made the change. */
+  environment: Environment;
+  actor: Actor;
+  /** Stable name of what was done, `<resource>.<verb>`: `webhook.created`, `run.approved`, `member.role_changed`, … */
+  action: string;
+  /** The operation as the API reference names it: method and route template (`POST /webhooks/{id}/rotate-secret`). */
+  method: string;
+  route: string;
+  resource: { type: string; id: string | null };
+  request_id: string;
+  /** The client's address as the gateway saw it (X-Forwarded-For's last with TRUST_PROXY). */
+  client_address: string;
+  /** The HTTP status answered (2xx: only successful mutations are recorded). */
+  status: number;
+  created_at: string;
+}

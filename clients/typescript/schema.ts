@@ -504,6 +504,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/audit-log": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /audit-log
+     * @description Needs the `org:admin` scope. Filter by one of action, resource_id, key_id, environment at a time.
+     */
+    get: operations["orgsAuditLog"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/secrets": {
     parameters: {
       query?: never;
@@ -1243,6 +1263,7 @@ export interface components {
             | "approval.decided"
             | "workflow.deleted"
             | "webhook.deleted"
+            | "member.role_changed"
           );
     };
     Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"];
@@ -1373,6 +1394,50 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+    };
+    /**
+     * AuditEntry
+     * @description One successful mutation made through the API: who, what, to which resource, from where and when
+     */
+    AuditEntry: {
+      /** @constant */
+      object: "audit_entry";
+      /** @example aud_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /**
+       * @description The environment of the key that made the change
+       * @enum {string}
+       */
+      environment: "live" | "test";
+      actor: components["schemas"]["Actor"];
+      /**
+       * @description What was done: `<resource>.<verb>`
+       * @example webhook.created
+       */
+      action: string;
+      /** @enum {string} */
+      method: "POST" | "PATCH" | "DELETE";
+      /**
+       * @description The operation: method and path template
+       * @example POST /webhooks/{id}/rotate-secret
+       */
+      route: string;
+      /** AuditResource */
+      resource: {
+        type: string;
+        id: string | null;
+      };
+      /** @example req_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      request_id: string;
+      /** @description The client's address as the gateway saw it (X-Forwarded-For's last with TRUST_PROXY) */
+      client_address: string;
+      /** @description The status answered: 2xx, or 401 for a key that revoked itself */
+      status: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
     };
     /** Workflow */
     Workflow: {
@@ -2091,6 +2156,26 @@ export interface components {
         "application/json": components["schemas"]["Error"];
       };
     };
+    /** @description Audited changes only: the change was applied but its audit log entry could not be stored (a success is never answered without it); with an Idempotency-Key, a retry answers the change's stored success */
+    E500: {
+      headers: {
+        "Request-Id": components["headers"]["RequestId"];
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "error": {
+         *         "type": "api_error",
+         *         "code": "internal_error",
+         *         "message": "Audited changes only: the change was applied but its audit log entry could not be stored (a success is never answered without it); with an Idempotency-Key, a retry answers the change's stored success",
+         *         "request_id": "req_01jdx3kq9v7c2m5n8p4r6t0w1y"
+         *       }
+         *     }
+         */
+        "application/json": components["schemas"]["Error"];
+      };
+    };
     /** @description The platform cannot serve it now (a service or the store is unreachable): retry after Retry-After seconds */
     E503: {
       headers: {
@@ -2334,6 +2419,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -2578,6 +2664,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -2645,6 +2732,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -2724,6 +2812,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -2908,6 +2997,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -3049,6 +3139,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -3629,6 +3720,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -3782,6 +3874,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -3872,6 +3965,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -3954,6 +4048,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4333,6 +4428,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4430,6 +4526,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4527,6 +4624,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4617,6 +4715,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4707,6 +4806,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -4894,6 +4994,98 @@ export interface operations {
       503: components["responses"]["E503"];
     };
   };
+  orgsAuditLog: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+        action?: string;
+        resource_id?: string;
+        key_id?: string;
+        environment?: "live" | "test";
+        created_after?: string;
+        created_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "audit_entry",
+           *           "id": "aud_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "environment": "live",
+           *           "actor": {
+           *             "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "key_name": "x"
+           *           },
+           *           "action": "webhook.created",
+           *           "method": "POST",
+           *           "route": "POST /webhooks/{id}/rotate-secret",
+           *           "resource": {
+           *             "type": "x",
+           *             "id": "x"
+           *           },
+           *           "request_id": "req_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "client_address": "x",
+           *           "status": 200,
+           *           "created_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["AuditEntry"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
   workflowsListSecrets: {
     parameters: {
       query?: {
@@ -5041,6 +5233,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -5158,6 +5351,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -5478,6 +5672,7 @@ export interface operations {
                     | "approval.decided"
                     | "workflow.deleted"
                     | "webhook.deleted"
+                    | "member.role_changed"
                   )
               )[];
           description?: string | null;
@@ -5534,6 +5729,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -5667,6 +5863,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -5724,6 +5921,7 @@ export interface operations {
                     | "approval.decided"
                     | "workflow.deleted"
                     | "webhook.deleted"
+                    | "member.role_changed"
                   )
               )[];
           description?: string | null;
@@ -5779,6 +5977,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -5851,6 +6050,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -6098,6 +6298,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -6175,6 +6376,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -6266,6 +6468,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };
@@ -6355,6 +6558,7 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };

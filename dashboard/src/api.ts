@@ -22,6 +22,7 @@ export type {
   Webhook,
   WebhookWithSecret,
   Workflow,
+  WorkflowWithSecret,
 } from "../../shared/wire";
 
 /** An error in the API's shape (`{error: {type, code, message, param?, request_id}}`), or a network failure. */

@@ -1,5 +1,5 @@
 import { ApiError, invalidParam } from "../../shared/errors";
-import { EVENT_TYPE_PATTERN, isReservedType, RESERVED_PREFIXES } from "../../shared/events";
+import { EVENT_TYPE_PATTERN, isReservedType, RESERVED_PREFIXES, RESERVED_TYPES } from "../../shared/events";
 import { EVENT_DATA_MAX_BYTES } from "./events.params";
 
 /** A client-emitted event's type and data, checked; throws the error a client should see. */
@@ -8,7 +8,10 @@ export function checkEmittable(type: string, data: Record<string, unknown> | und
     throw invalidParam("type", `'${type}' is not an event type: use lower-case dotted names such as 'order.created'`);
   }
   if (isReservedType(type)) {
-    throw invalidParam("type", `'${type}' is a system event type; clients cannot emit ${RESERVED_PREFIXES.map((p) => `${p}*`).join(", ")}`);
+    throw invalidParam(
+      "type",
+      `'${type}' is a system event type; clients cannot emit ${[...RESERVED_PREFIXES.map((p) => `${p}*`), ...RESERVED_TYPES].join(", ")}`,
+    );
   }
   const body = data ?? {};
   const size = Buffer.byteLength(JSON.stringify(body));

@@ -6,7 +6,8 @@ import ApiGateway from "moleculer-web";
 import type { CallMeta, Caller } from "../../shared/context";
 import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
 import { FailureLog } from "../../shared/failure-log";
-import { newId } from "../../shared/ids";
+import { newId, timeOfId } from "../../shared/ids";
+import type { AuditRecord } from "../../shared/audit";
 import { Metrics } from "../../shared/metrics";
 import { REQUEST_ID_PATTERN, validTraceparent } from "../../shared/trace";
 import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
@@ -26,7 +27,8 @@ import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
 import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
-import { locationOf, matchRoute, type RouteDef } from "./routes";
+import { locationOf, matchRoute, type AuditSpec, type RouteDef } from "./routes";
+import { AuditWriter, auditedResource } from "./audit";
 
 const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
@@ -96,6 +98,8 @@ interface GatewayVars extends StoreVars<typeof STORE>, ListenVars {
   storeProbe: FailureLog;
   /** HTTP requests by route template, method and status, and their latency (shared/metrics.ts). */
   metrics: Metrics;
+  /** The audit log's entries on their way to the orgs service, by group commit (audit.ts). */
+  auditLog: AuditWriter;
 }
 interface GatewayMethods extends ListenMethods {
   httpHandler(req: IncomingMessage, res: ServerResponse): Promise<void>;
@@ -129,6 +133,18 @@ interface GatewayMethods extends ListenMethods {
   probeStore(): Promise<string>;
   /** Sends the meter's batches to the analytics service, oldest first, until one is refused. */
   flushMeter(): Promise<void>;
+  /**
+   * Stores the audit log entry of a mutation that succeeded, before its answer leaves; a failed
+   * store is logged (error, with the request id and the whole entry) and answered 500.
+   */
+  recordAudit(
+    x: Exchange,
+    caller: Caller,
+    spec: AuditSpec,
+    params: Record<string, string>,
+    data: Record<string, unknown>,
+    status: number,
+  ): Promise<void>;
 }
 
 type GatewaySettings = PlatformSettings & { port: number; ip: string; [option: string]: unknown };
@@ -294,13 +310,19 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         { ...body, ...query, ...match.params },
         { meta, ...(route.method === "GET" && { retries: 2 }) },
       );
-      // A request whose key was revoked while it ran is refused, whatever it did.
-      if (this.identities.wasRevoked(caller.key_id)) throw new ApiError("api_key_revoked", "This API key has been revoked");
+      // A request whose key was revoked while it ran is refused, whatever it did (its change, done, is audited).
+      const revoked = this.identities.wasRevoked(caller.key_id);
       const status = route.status ?? 200;
       // A list's meta is all its action answers besides the items (see ListResult).
       const { items, ...listMeta } = route.list ? data : { items: undefined };
       const envelope = route.list ? { object: "list", data: items, meta: listMeta } : { data };
-      if (x.idempotency) await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
+      if (x.idempotency && !revoked) {
+        await this.idempotency.complete(x.idempotency.tenant, x.idempotency.id, status, envelope, route.secret);
+        // Settled: a later failure (the audit entry's) must not overwrite the change's stored answer.
+        x.idempotency = undefined;
+      }
+      if (route.audit) await this.recordAudit(x, caller, route.audit, match.params, data, revoked ? 401 : status);
+      if (revoked) throw new ApiError("api_key_revoked", "This API key has been revoked");
       return { status, body: envelope };
     },
 
@@ -581,6 +603,33 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       }
     },
 
+    async recordAudit(x, caller, spec, params, data, status) {
+      const id = newId("aud");
+      const entry: AuditRecord = {
+        id,
+        org_id: caller.org_id,
+        environment: caller.environment,
+        actor: { key_id: caller.key_id, key_name: caller.key_name ?? null },
+        action: spec.action,
+        method: x.method,
+        route: x.route ?? "",
+        resource: auditedResource(spec, params, data),
+        request_id: x.requestId,
+        client_address: x.address,
+        status,
+        // The id's own time: a time range of the list (a range of ids) then agrees with created_at to the millisecond.
+        created_at: new Date(timeOfId(id)).toISOString(),
+      };
+      try {
+        await this.auditLog.record(entry);
+      } catch (err) {
+        // Never silent: the entry is in this line (an operator can store it again), and the client
+        // is not told the change succeeded without its record (its Idempotency-Key replays the success).
+        this.logger.error({ request_id: x.requestId, audit_entry: entry, err }, "Audit log entry not stored; the change was applied");
+        throw new ApiError("internal_error", "The change was applied, but its audit log entry could not be stored; it has been logged");
+      }
+    },
+
     async flushUsage() {
       if (this.usage.size === 0) return;
       const uses = [...this.usage].map(([key_id, { org_id, at }]) => ({ key_id, org_id, at: new Date(at).toISOString() }));
@@ -619,6 +668,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     const server = (this as unknown as { server?: Server }).server;
     if (server) this.configureServer(server, settings.httpHeadersTimeoutMs, settings.httpBodyTimeoutMs);
     this.idempotency = new Idempotency(this.idempotencyKeys, 2 * settings.requestTimeoutMs);
+    this.auditLog = new AuditWriter((entries) => this.broker.call("orgs.recordAudit", { entries }));
   },
 
   started() {

@@ -20,25 +20,78 @@ export interface RouteDef {
   stream?: true;
   /** What `data` holds (one, or a list's items): a schema of shared/schemas.ts RESOURCES, for the API reference. */
   resource?: string;
+  /**
+   * Every mutation (a route that is not a GET) says how its success is recorded in the audit log
+   * (`GET /audit-log`), or `false` with the reason it is not (test/unit/services/gateway/routes.test.ts).
+   */
+  audit?: AuditSpec | false;
 }
+
+export interface AuditSpec {
+  /** `<resource type>.<verb>`: the entry's action, and its resource's type (the part before the dot). */
+  action: string;
+  /** The field of the answer holding the resource's id; default: the path's last parameter, else the answer's `id`. */
+  id?: string;
+}
+
+const audit = (action: string, id?: string): AuditSpec => ({ action, ...(id && { id }) });
 
 export const ROUTES: readonly RouteDef[] = [
   { method: "GET", path: "/me", action: "orgs.me", scope: null, resource: "Identity" },
 
   { method: "GET", path: "/orgs/{id}", action: "orgs.get", scope: "org:admin", resource: "Organization" },
-  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin", resource: "Organization" },
+  { method: "PATCH", path: "/orgs/{id}", action: "orgs.update", scope: "org:admin", resource: "Organization", audit: audit("org.updated") },
   { method: "GET", path: "/orgs/{id}/environments", action: "orgs.environments", scope: "org:admin", resource: "Environment", list: true },
   { method: "GET", path: "/orgs/{id}/members", action: "orgs.listMembers", scope: "org:admin", resource: "Member", list: true },
-  { method: "POST", path: "/orgs/{id}/members", action: "orgs.addMember", scope: "org:admin", resource: "Member", status: 201 },
-  { method: "PATCH", path: "/orgs/{id}/members/{member_id}", action: "orgs.updateMember", scope: "org:admin", resource: "Member" },
-  { method: "DELETE", path: "/orgs/{id}/members/{member_id}", action: "orgs.removeMember", scope: "org:admin", resource: "Member" },
+  {
+    method: "POST",
+    path: "/orgs/{id}/members",
+    action: "orgs.addMember",
+    scope: "org:admin",
+    resource: "Member",
+    status: 201,
+    audit: audit("member.added", "id"),
+  },
+  {
+    method: "PATCH",
+    path: "/orgs/{id}/members/{member_id}",
+    action: "orgs.updateMember",
+    scope: "org:admin",
+    resource: "Member",
+    audit: audit("member.role_changed"),
+  },
+  {
+    method: "DELETE",
+    path: "/orgs/{id}/members/{member_id}",
+    action: "orgs.removeMember",
+    scope: "org:admin",
+    resource: "Member",
+    audit: audit("member.removed"),
+  },
 
-  { method: "POST", path: "/api-keys", action: "keys.create", scope: "api-keys:write", resource: "NewApiKey", status: 201, secret: "key" },
+  {
+    method: "POST",
+    path: "/api-keys",
+    action: "keys.create",
+    scope: "api-keys:write",
+    resource: "NewApiKey",
+    status: 201,
+    secret: "key",
+    audit: audit("api_key.created"),
+  },
   { method: "GET", path: "/api-keys", action: "keys.list", scope: "api-keys:read", resource: "ApiKey", list: true },
   { method: "GET", path: "/api-keys/{id}", action: "keys.get", scope: "api-keys:read", resource: "ApiKey" },
-  { method: "DELETE", path: "/api-keys/{id}", action: "keys.revoke", scope: "api-keys:write", resource: "ApiKey" },
+  {
+    method: "DELETE",
+    path: "/api-keys/{id}",
+    action: "keys.revoke",
+    scope: "api-keys:write",
+    resource: "ApiKey",
+    audit: audit("api_key.revoked"),
+  },
 
-  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", resource: "Event", status: 201 },
+  // The data plane (thousands a second) is not in the audit log: GET /analytics/usage counts it by key and route.
+  { method: "POST", path: "/events", action: "events.emit", scope: "events:write", resource: "Event", status: 201, audit: false },
   { method: "GET", path: "/events", action: "events.list", scope: "events:read", resource: "Event", list: true },
   // Before `/events/{id}`: routes match in this order.
   { method: "GET", path: "/events/types", action: "events.types", scope: "events:read", resource: "EventType", list: true },
@@ -61,11 +114,26 @@ export const ROUTES: readonly RouteDef[] = [
     resource: "WorkflowWithSecret",
     status: 201,
     secret: "signing_secret",
+    audit: audit("workflow.created"),
   },
   { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", resource: "Workflow", list: true },
   { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read", resource: "Workflow" },
-  { method: "PATCH", path: "/workflows/{id}", action: "workflows.update", scope: "workflows:write", resource: "Workflow" },
-  { method: "DELETE", path: "/workflows/{id}", action: "workflows.remove", scope: "workflows:write", resource: "Workflow" },
+  {
+    method: "PATCH",
+    path: "/workflows/{id}",
+    action: "workflows.update",
+    scope: "workflows:write",
+    resource: "Workflow",
+    audit: audit("workflow.updated"),
+  },
+  {
+    method: "DELETE",
+    path: "/workflows/{id}",
+    action: "workflows.remove",
+    scope: "workflows:write",
+    resource: "Workflow",
+    audit: audit("workflow.deleted"),
+  },
   {
     method: "POST",
     path: "/workflows/{id}/rotate-secret",
@@ -73,8 +141,18 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "workflows:write",
     resource: "WorkflowWithSecret",
     secret: "signing_secret",
+    audit: audit("workflow.secret_rotated"),
   },
-  { method: "POST", path: "/workflows/{id}/runs", action: "workflows.startRun", scope: "workflows:write", resource: "Run", status: 201 },
+  // The data plane, as POST /events (counted by key in GET /analytics/usage); the run itself is the record.
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs",
+    action: "workflows.startRun",
+    scope: "workflows:write",
+    resource: "Run",
+    status: 201,
+    audit: false,
+  },
   { method: "GET", path: "/workflows/{id}/runs", action: "workflows.listRuns", scope: "workflows:read", resource: "Run", list: true },
   { method: "GET", path: "/workflows/{id}/runs/{run_id}", action: "workflows.getRun", scope: "workflows:read", resource: "Run" },
   {
@@ -83,6 +161,7 @@ export const ROUTES: readonly RouteDef[] = [
     action: "workflows.cancelRun",
     scope: "workflows:write",
     resource: "Run",
+    audit: audit("run.cancelled"),
   },
   {
     method: "POST",
@@ -90,6 +169,7 @@ export const ROUTES: readonly RouteDef[] = [
     action: "workflows.approveRun",
     scope: "workflows:write",
     resource: "Run",
+    audit: audit("run.approved"),
   },
   {
     method: "POST",
@@ -97,8 +177,16 @@ export const ROUTES: readonly RouteDef[] = [
     action: "workflows.rejectRun",
     scope: "workflows:write",
     resource: "Run",
+    audit: audit("run.rejected"),
   },
-  { method: "POST", path: "/workflows/{id}/runs/{run_id}/retry", action: "workflows.retryRun", scope: "workflows:write", resource: "Run" },
+  {
+    method: "POST",
+    path: "/workflows/{id}/runs/{run_id}/retry",
+    action: "workflows.retryRun",
+    scope: "workflows:write",
+    resource: "Run",
+    audit: audit("run.retried"),
+  },
   {
     method: "POST",
     path: "/workflows/{id}/runs/{run_id}/rerun",
@@ -106,6 +194,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "workflows:write",
     resource: "Run",
     status: 201,
+    audit: audit("run.rerun"),
   },
   {
     method: "GET",
@@ -116,11 +205,29 @@ export const ROUTES: readonly RouteDef[] = [
   },
   { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", resource: "Run", list: true },
 
+  // Every organization's successful mutations, both environments (see AuditSpec).
+  { method: "GET", path: "/audit-log", action: "orgs.auditLog", scope: "org:admin", resource: "AuditEntry", list: true },
+
   // The values never leave: a creation answers the metadata only, and only the engine decrypts.
-  { method: "POST", path: "/secrets", action: "workflows.createSecret", scope: "secrets:write", resource: "Secret", status: 201 },
+  {
+    method: "POST",
+    path: "/secrets",
+    action: "workflows.createSecret",
+    scope: "secrets:write",
+    resource: "Secret",
+    status: 201,
+    audit: audit("secret.stored", "name"),
+  },
   { method: "GET", path: "/secrets", action: "workflows.listSecrets", scope: "secrets:read", resource: "Secret", list: true },
   { method: "GET", path: "/secrets/{name}", action: "workflows.getSecret", scope: "secrets:read", resource: "Secret" },
-  { method: "DELETE", path: "/secrets/{name}", action: "workflows.removeSecret", scope: "secrets:write", resource: "Secret" },
+  {
+    method: "DELETE",
+    path: "/secrets/{name}",
+    action: "workflows.removeSecret",
+    scope: "secrets:write",
+    resource: "Secret",
+    audit: audit("secret.deleted"),
+  },
 
   { method: "GET", path: "/analytics/usage", action: "analytics.usage", scope: "analytics:read", resource: "UsageReport" },
   { method: "GET", path: "/analytics/workflows", action: "analytics.workflows", scope: "analytics:read", resource: "OutcomeReport" },
@@ -134,11 +241,26 @@ export const ROUTES: readonly RouteDef[] = [
     resource: "WebhookWithSecret",
     status: 201,
     secret: "secret",
+    audit: audit("webhook.created"),
   },
   { method: "GET", path: "/webhooks", action: "webhooks.list", scope: "webhooks:read", resource: "Webhook", list: true },
   { method: "GET", path: "/webhooks/{id}", action: "webhooks.get", scope: "webhooks:read", resource: "Webhook" },
-  { method: "PATCH", path: "/webhooks/{id}", action: "webhooks.update", scope: "webhooks:write", resource: "Webhook" },
-  { method: "DELETE", path: "/webhooks/{id}", action: "webhooks.remove", scope: "webhooks:write", resource: "Webhook" },
+  {
+    method: "PATCH",
+    path: "/webhooks/{id}",
+    action: "webhooks.update",
+    scope: "webhooks:write",
+    resource: "Webhook",
+    audit: audit("webhook.updated"),
+  },
+  {
+    method: "DELETE",
+    path: "/webhooks/{id}",
+    action: "webhooks.remove",
+    scope: "webhooks:write",
+    resource: "Webhook",
+    audit: audit("webhook.deleted"),
+  },
   {
     method: "POST",
     path: "/webhooks/{id}/rotate-secret",
@@ -146,6 +268,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "webhooks:write",
     resource: "WebhookWithSecret",
     secret: "secret",
+    audit: audit("webhook.secret_rotated"),
   },
   {
     method: "GET",
@@ -168,6 +291,7 @@ export const ROUTES: readonly RouteDef[] = [
     action: "webhooks.redeliver",
     scope: "webhooks:write",
     resource: "Delivery",
+    audit: audit("delivery.redelivered"),
   },
   {
     method: "POST",
@@ -175,8 +299,17 @@ export const ROUTES: readonly RouteDef[] = [
     action: "webhooks.retry",
     scope: "webhooks:write",
     resource: "Delivery",
+    audit: audit("delivery.retried"),
   },
-  { method: "POST", path: "/webhooks/{id}/test", action: "webhooks.test", scope: "webhooks:write", resource: "TestDelivery", status: 201 },
+  {
+    method: "POST",
+    path: "/webhooks/{id}/test",
+    action: "webhooks.test",
+    scope: "webhooks:write",
+    resource: "TestDelivery",
+    status: 201,
+    audit: audit("webhook.tested"),
+  },
   {
     method: "POST",
     path: "/webhooks/{id}/recover",
@@ -184,6 +317,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "webhooks:write",
     resource: "Recovery",
     status: 202,
+    audit: audit("webhook.recovery_started"),
   },
   { method: "GET", path: "/webhooks/{id}/recover/{job_id}", action: "webhooks.recovery", scope: "webhooks:read", resource: "Recovery" },
 
@@ -196,6 +330,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "webhooks:write",
     resource: "Delivery",
     status: 201,
+    audit: false,
   },
   {
     method: "GET",

@@ -1,5 +1,6 @@
-import { ApiError, notFound } from "../../shared/errors";
-import type { Actor } from "../../shared/wire";
+import { ApiError, invalidParam, notFound } from "../../shared/errors";
+import type { AuditRecord } from "../../shared/audit";
+import type { Actor, AuditEntry } from "../../shared/wire";
 import type { Role } from "./orgs.params";
 
 export interface OrgDoc {
@@ -59,5 +60,37 @@ export function checkOwnOrg(callerOrg: string, requested: string): void {
 export function checkOwnersLeft(ownersAfter: number): void {
   if (ownersAfter < 1) {
     throw new ApiError("invalid_state", "An organization must keep at least one owner", { param: "role" });
+  }
+}
+
+export const auditView = (doc: AuditRecord): AuditEntry => ({
+  object: "audit_entry",
+  id: doc.id,
+  environment: doc.environment,
+  actor: doc.actor,
+  action: doc.action,
+  method: doc.method,
+  route: doc.route,
+  resource: doc.resource,
+  request_id: doc.request_id,
+  client_address: doc.client_address,
+  status: doc.status,
+  created_at: doc.created_at,
+});
+
+/** GET /audit-log's filters with an index each (and time, a range of ids in every one of them). */
+export const AUDIT_FILTERS = ["action", "resource_id", "key_id", "environment"] as const;
+
+/**
+ * One indexed filter at a time: two would read one's index and skip what fails the other, a read
+ * that grows with the log. Refuses the second one named.
+ */
+export function checkOneAuditFilter(params: Partial<Record<(typeof AUDIT_FILTERS)[number], string>>): void {
+  const given = AUDIT_FILTERS.filter((name) => params[name] !== undefined);
+  if (given.length > 1) {
+    throw invalidParam(
+      given[1],
+      `Filter by one of ${AUDIT_FILTERS.join(", ")} at a time (with created_after/created_before); got ${given.join(" and ")}`,
+    );
   }
 }

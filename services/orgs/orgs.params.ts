@@ -67,3 +67,30 @@ export interface MemberParams {
 }
 
 export const lookupParams = { org_id: { type: "string" } } as const;
+
+const instant = { type: "string", min: 1, max: 64, optional: true } as const;
+/** GET /audit-log: newest first, by action, resource, key, environment and time (`created_after` ≤ created_at < `created_before`). */
+export const auditLogParams = {
+  $$strict: true,
+  ...pageParams,
+  action: { type: "string", min: 1, max: 100, optional: true },
+  resource_id: { type: "string", min: 1, max: 200, optional: true },
+  key_id: { type: "string", min: 1, max: 100, optional: true },
+  environment: { type: "enum", values: ["live", "test"], optional: true },
+  created_after: instant,
+  created_before: instant,
+} as const;
+export interface AuditLogParams extends PageParams {
+  action?: string;
+  resource_id?: string;
+  key_id?: string;
+  environment?: "live" | "test";
+  created_after?: string;
+  created_before?: string;
+}
+
+/** Internal (the gateways): a batch of entries to store. */
+export const recordAuditParams = {
+  $$strict: true,
+  entries: { type: "array", min: 1, max: 500, items: { type: "object" } },
+} as const;

@@ -1,23 +1,39 @@
-import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
+import type { Context, ServiceSchema } from "moleculer";
+import type { AuditRecord } from "../../shared/audit";
 import { actorOf, callerOf, type CallMeta } from "../../shared/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
-import { newId, nowIso } from "../../shared/ids";
-import { cursorOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
+import { idFloorAt, newId, nowIso } from "../../shared/ids";
+import { cursorOf, instantOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
+import type { PlatformSettings } from "../../shared/platform";
+import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
-import { collectionSpec } from "../../shared/storage/types";
+import { ALL_TENANTS, collectionSpec, type Filter } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
-import type { ApiKey, EnvironmentInfo, Me } from "../../shared/wire";
-import { checkOwnOrg, checkOwnersLeft, ENVIRONMENTS, memberView, orgView, type MemberDoc, type OrgDoc } from "./orgs.logic";
+import type { ApiKey, AuditEntry, EnvironmentInfo, Me } from "../../shared/wire";
+import {
+  auditView,
+  checkOneAuditFilter,
+  checkOwnOrg,
+  checkOwnersLeft,
+  ENVIRONMENTS,
+  memberView,
+  orgView,
+  type MemberDoc,
+  type OrgDoc,
+} from "./orgs.logic";
 import {
   addMemberParams,
+  auditLogParams,
   createParams,
   idParams,
   orgListParams,
   lookupParams,
   memberParams,
+  recordAuditParams,
   updateMemberParams,
   updateParams,
   type AddMemberParams,
+  type AuditLogParams,
   type CreateParams,
   type IdParams,
   type OrgListParams,
@@ -30,17 +46,31 @@ const STORE = declareStore({
   owns: {
     orgs: collectionSpec<OrgDoc>("orgs"),
     members: collectionSpec<MemberDoc>("members", [{ fields: { org_id: 1, email: 1 }, unique: true }, { fields: { org_id: 1, id: -1 } }]),
+    // Per organization (both environments), newest first, by each filter of GET /audit-log; retention walks `id`.
+    auditLog: collectionSpec<AuditRecord>("audit_log", [
+      { fields: { org_id: 1, id: -1 } },
+      { fields: { org_id: 1, action: 1, id: -1 } },
+      { fields: { org_id: 1, "resource.id": 1, id: -1 } },
+      { fields: { org_id: 1, "actor.key_id": 1, id: -1 } },
+      { fields: { org_id: 1, environment: 1, id: -1 } },
+    ]),
   },
+  // member.role_changed is stored with the change it records.
+  outbox: true,
 });
 
-type OrgsVars = StoreVars<typeof STORE>;
+interface OrgsVars extends StoreVars<typeof STORE> {
+  pruner: Pruner;
+}
 interface OrgsMethods {
   ownOrg(ctx: Context<{ id: string }, CallMeta>): Promise<OrgDoc>;
+  /** Deletes the audit log entries older than AUDIT_RETENTION_DAYS (as of `now`). */
+  pruneAudit(now: number, control: PruneControl): Promise<number>;
 }
 type Ctx<P> = Context<P, CallMeta>;
 
-/** Organizations, their members and their two environments. Every published action needs org:admin. */
-const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = {
+/** Organizations, their members, their two environments and their audit log. Every published action needs org:admin. */
+const OrgsService: ServiceSchema<PlatformSettings, OrgsMethods, OrgsVars> = {
   name: "orgs",
   mixins: [StoreMixin(STORE)],
 
@@ -185,15 +215,87 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
           checkOwnersLeft((await this.members.count(tenant, { role: "owner" })) - 1);
         }
         const at = nowIso();
-        const updated = await this.members.update(
-          tenant,
-          { id: member.id, role: member.role },
-          {
-            $set: { role: ctx.params.role, updated_at: at, role_changed_by: actorOf(ctx), role_changed_at: at },
-          },
-        );
+        const by = actorOf(ctx);
+        // The change and its event together or neither; the event goes to the environment of the key that made it.
+        const [updated] =
+          (await this.outbox.recordWith(
+            [
+              {
+                op: "update",
+                collection: this.members,
+                scope: tenant,
+                filter: { id: member.id, role: member.role },
+                update: { $set: { role: ctx.params.role, updated_at: at, role_changed_by: by, role_changed_at: at } },
+              },
+            ],
+            {
+              org_id: org.id,
+              environment: callerOf(ctx).environment,
+              type: "member.role_changed",
+              data: {
+                member_id: member.id,
+                email: member.email,
+                previous_role: member.role,
+                role: ctx.params.role,
+                role_changed_by: by,
+                role_changed_at: at,
+              },
+              source: "orgs",
+            },
+          )) ?? [];
         if (!updated) throw new ApiError("invalid_state", "The member changed meanwhile; retry", { param: "role" });
-        return memberView(updated);
+        return memberView(updated as MemberDoc);
+      },
+    },
+
+    /**
+     * GET /audit-log — org:admin; the organization's entries of both environments, newest first, by
+     * one of action, resource id, key or environment, and time (a time range is a range of ids: one index read).
+     */
+    auditLog: {
+      params: auditLogParams,
+      handler(ctx: Ctx<AuditLogParams>): Promise<ListResult<AuditEntry>> {
+        const { action, resource_id, key_id, environment, created_after, created_before } = ctx.params;
+        checkOneAuditFilter(ctx.params);
+        const range = {
+          ...(created_after !== undefined && { $gte: idFloorAt("aud", instantOf("created_after", created_after)) }),
+          ...(created_before !== undefined && { $lt: idFloorAt("aud", instantOf("created_before", created_before)) }),
+        };
+        const filter: Filter = {
+          ...(action && { action }),
+          ...(resource_id && { "resource.id": resource_id }),
+          ...(key_id && { "actor.key_id": key_id }),
+          ...(environment && { environment }),
+          ...(Object.keys(range).length > 0 && { id: range }),
+        };
+        return newestFirst(this.auditLog, { org_id: callerOf(ctx).org_id }, filter, ctx.params, auditView);
+      },
+    },
+
+    /**
+     * Internal (the gateways, by group commit): stores a batch of entries in one write. Idempotent by
+     * entry id, so a gateway that retries a write whose answer it missed stores each entry once.
+     */
+    recordAudit: {
+      visibility: "public",
+      params: recordAuditParams,
+      async handler(ctx: Context<{ entries: AuditRecord[] }>): Promise<number> {
+        const { entries } = ctx.params;
+        const stored = await this.auditLog.find(ALL_TENANTS, { id: { $in: entries.map((e) => e.id) } });
+        const known = new Set(stored.map((e) => e.id));
+        const fresh = entries.filter((e) => !known.has(e.id));
+        if (fresh.length > 0) await this.store.atomically(fresh.map((doc) => ({ op: "insert" as const, collection: this.auditLog, doc })));
+        return fresh.length;
+      },
+    },
+
+    /** Internal (operators, tests): one audit log retention pass now, as of `now`; answers how many entries went. */
+    prune: {
+      visibility: "public",
+      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
+      handler(ctx: Context<{ now?: number }>): Promise<number> {
+        const now = ctx.params.now;
+        return now === undefined ? this.pruner.run() : this.pruneAudit(now, {});
       },
     },
 
@@ -214,6 +316,14 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
   },
 
   methods: {
+    pruneAudit(now, control) {
+      const days = this.settings.config.auditRetentionDays;
+      return prune(
+        { collection: this.auditLog, field: "id", before: firstIdAt("aud", retentionCutoff(days, now)), removable: {} },
+        control,
+      );
+    },
+
     async ownOrg(ctx) {
       const caller = callerOf(ctx);
       checkOwnOrg(caller.org_id, ctx.params.id);
@@ -221,6 +331,18 @@ const OrgsService: ServiceSchema<ServiceSettingSchema, OrgsMethods, OrgsVars> = 
       if (!org) throw notFound("organization", ctx.params.id);
       return org;
     },
+  },
+
+  created() {
+    this.pruner = new Pruner("audit log entries", (control) => this.pruneAudit(Date.now(), control), this.logger);
+  },
+
+  started() {
+    this.pruner.start();
+  },
+
+  async stopped() {
+    await this.pruner.stop();
   },
 };
 

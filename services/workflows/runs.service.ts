@@ -5,7 +5,7 @@ import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/outcomes";
 import { traceOf } from "../../shared/trace";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
 import { idFloorAt } from "../../shared/ids";
-import { newestFirst, type ListResult } from "../../shared/pagination";
+import { instantOf, newestFirst, type ListResult } from "../../shared/pagination";
 import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
@@ -90,14 +90,6 @@ function decision(transition: (run: RunDoc, now: number, d: Decider) => RunWrite
       return this.decide(tenant, ctx.params, (run, now) => transition(run, now, d));
     },
   };
-}
-
-/** Refuses a time that is not an ISO 8601 instant; answers it in ms. */
-function instantOf(name: string, value: string): number {
-  const ms = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms))
-    throw new ApiError("parameter_invalid", `${name} must be an ISO 8601 time, e.g. 2026-01-31T12:00:00Z`, { param: name });
-  return ms;
 }
 
 /**

@@ -212,5 +212,21 @@ describe("actors on what keys change", () => {
     });
     const listed = (await call("GET", `/orgs/${org}/members`)).body.data.find((m: any) => m.id === added.body.data.id);
     expect(listed.role_changed_by).toEqual({ key_id: admin.id, key_name: "people-admin" });
+    // …and publishes member.role_changed with the actor, stored with the change (the outbox).
+    const [event] = await eventsOf("member.role_changed", { member_id: added.body.data.id });
+    expect(event).toMatchObject({ environment: "live", source: "orgs" });
+    expect(event.data).toEqual({
+      member_id: added.body.data.id,
+      email: "dee@example.com",
+      previous_role: "developer",
+      role: "admin",
+      role_changed_by: { key_id: admin.id, key_name: "people-admin" },
+      role_changed_at: changed.body.data.role_changed_at,
+    });
+    const types = (await call("GET", "/events/types?per_page=100")).body.data as { type: string; system: boolean }[];
+    expect(types.find((t) => t.type === "member.role_changed")).toMatchObject({ system: true });
+    // Reserved one by one: clients keep their own member.* types.
+    expectError(await call("POST", "/events", { type: "member.role_changed", data: {} }), 400, "parameter_invalid", "type");
+    expect((await call("POST", "/events", { type: "member.signed_up", data: {} })).status).toBe(201);
   });
 });

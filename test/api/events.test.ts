@@ -120,12 +120,13 @@ describe("GET /events/types", () => {
       "approval.decided",
       "workflow.deleted",
       "webhook.deleted",
+      "member.role_changed",
       "alpha.first",
       "shipment.sent",
     ]);
     expect(res.body.data[0]).toMatchObject({ system: true, description: expect.stringContaining("run_id") });
-    expect(res.body.data[9]).toMatchObject({ system: false, first_seen_at: expect.stringMatching(/Z$/) });
-    expect(res.body.meta.total).toBe(11);
+    expect(res.body.data[10]).toMatchObject({ system: false, first_seen_at: expect.stringMatching(/Z$/) });
+    expect(res.body.meta.total).toBe(12);
     // Another environment has not emitted them.
     const live = await api(suite.p.baseUrl, "GET", "/events/types", { key: suite.globex.live });
     expect(live.body.data.map((t: any) => t.type)).not.toContain("shipment.sent");

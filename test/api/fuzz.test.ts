@@ -122,6 +122,9 @@ function requestOf(route: RouteDef, op: any, g: Generation): fc.Arbitrary<() => 
     const params = { ...(q as Record<string, unknown>) };
     // A list pages either by number or by cursor.
     if (params.limit !== undefined) delete params.page;
+    // Filters the document says go one at a time (x-exclusive-query): the first one drawn stays.
+    const exclusive: string[] = op["x-exclusive-query"] ?? [];
+    for (const name of exclusive.filter((n) => params[n] !== undefined).slice(1)) delete params[name];
     const search = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
     return { path, query: search ? `?${search}` : "", absent };
   });

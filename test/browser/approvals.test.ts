@@ -1,13 +1,16 @@
 /// <reference lib="dom" />
 import { createServer, type Server } from "node:http";
 import type { Browser, Page } from "playwright-core";
+import { Webhook } from "standardwebhooks";
+import { waitFor } from "../../tools/procs";
 import { launchChromium, screenshot } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 
 /**
  * The run page's approvals and second chances in a real headless Chromium against the whole
  * platform: the Approve dialog shows the run's message and takes a comment, the step shows who
- * decided and what they said, and a failed run has Retry and Rerun buttons that work. Screenshots
+ * decided and what they said, and a failed run has Retry and Rerun buttons that work; a workflow's
+ * signing secret is shown once on creation and once more on rotation. Screenshots
  * land in test-artifacts/dashboard/.
  */
 
@@ -103,5 +106,60 @@ describe("the run page", () => {
     expect(newId).not.toBe(runId);
     expect((await call("GET", `/workflows/${wfId}/runs/${newId}`)).body.data).toMatchObject({ rerun_of: runId, status: "succeeded" });
     expect(hits).toBe(3);
+  });
+});
+
+describe("the workflow's signing secret", () => {
+  it("is shown once after creating a workflow, and again once after Rotate signing secret; both sign the step's request", async () => {
+    const received: { headers: Record<string, string>; body: string }[] = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk: string) => (body += chunk));
+      req.on("end", () => {
+        received.push({ headers: req.headers as Record<string, string>, body });
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    await new Promise<void>((ok) => receiver.listen(0, "127.0.0.1", ok));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/signed`;
+      await page.goto(dashboard("#/workflows"));
+      await page.getByRole("button", { name: "New workflow" }).click();
+      const definition = { name: "Signed step", trigger: { type: "manual" }, steps: [{ id: "tell", type: "http", method: "POST", url }] };
+      await page.getByLabel(/Definition/).fill(JSON.stringify(definition));
+      await page.getByRole("button", { name: "Create workflow" }).click();
+      const shown = page.getByRole("textbox", { name: "Signing secret of “Signed step”" });
+      await shown.waitFor();
+      const created = await shown.inputValue();
+      expect(created).toMatch(/^whsec_/);
+      await screenshot(page, "23-workflow-signing-secret");
+      await page.getByRole("button", { name: "I have saved it" }).click();
+      await page.getByRole("heading", { name: "Signed step" }).waitFor();
+      // Shown once: the workflow's page does not hold it.
+      expect(await page.content()).not.toContain(created);
+
+      await page.getByRole("button", { name: "Rotate signing secret" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Rotate signing secret" }).click();
+      const renewed = page.getByRole("textbox", { name: "New signing secret" });
+      await renewed.waitFor();
+      const rotated = await renewed.inputValue();
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(created);
+      await screenshot(page, "24-workflow-secret-rotated");
+      await page.getByRole("button", { name: "I have saved it" }).click();
+      await expect(page.getByRole("textbox", { name: "New signing secret" }).count()).resolves.toBe(0);
+      expect(await page.content()).not.toContain(rotated);
+
+      // The two values the page showed are the workflow's real secrets: the new one signs, the old one still does (24 h).
+      const wfId = /workflows\/(wf_[a-z0-9]+)/.exec(page.url())?.[1];
+      expect((await call("POST", `/workflows/${wfId}/runs`, { input: {} })).status).toBe(201);
+      await waitFor("the step's request", async () => received.length === 1);
+      for (const secret of [rotated, created])
+        expect(() => new Webhook(secret).verify(received[0].body, received[0].headers)).not.toThrow();
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((ok) => receiver.close(ok));
+    }
   });
 });

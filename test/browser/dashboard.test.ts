@@ -331,6 +331,9 @@ describe("in the browser", () => {
     };
     await page.getByLabel(/Definition/).fill(JSON.stringify(definition));
     await page.getByRole("button", { name: "Create workflow" }).click();
+    // Its signing secret first, shown once; then the workflow's page.
+    await expect(page.getByRole("textbox", { name: "Signing secret of “Refund approval”" }).inputValue()).resolves.toMatch(/^whsec_/);
+    await page.getByRole("button", { name: "I have saved it" }).click();
     await page.getByRole("heading", { name: "Refund approval" }).waitFor();
 
     await page.getByLabel("Input (JSON object)").fill('{"amount": 25}');

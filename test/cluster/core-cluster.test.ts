@@ -110,10 +110,17 @@ describe("the core over NATS", () => {
         async () => (await metric(gw2Metrics, "moleculer_request_active", { service: "orgs" })) > 0,
         10_000,
       );
-      const revoked = await api(g1, "DELETE", `/api-keys/${made.id}`, { key: admin });
-      expect(revoked.status).toBe(200);
+      // The revocation reaches every gateway before keys.revoke answers; the request's answer then waits
+      // for its audit log entry, which the frozen orgs node stores: a second call to orgs in flight on gw2.
+      const revoking = api(g2, "DELETE", `/api-keys/${made.id}`, { key: admin });
+      await waitFor(
+        "the revocation's audit entry in flight to the frozen orgs node",
+        async () => (await metric(gw2Metrics, "moleculer_request_active", { service: "orgs" })) > 1,
+        10_000,
+      );
       orgsNode.child.kill("SIGCONT");
       expectError(await inFlight, 401, "api_key_revoked");
+      expect((await revoking).status).toBe(200);
     } finally {
       orgsNode.child.kill("SIGCONT");
     }

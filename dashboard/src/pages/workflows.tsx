@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { call, TERMINAL_RUN, type Run, type Workflow } from "../api";
+import { call, TERMINAL_RUN, type Run, type Workflow, type WorkflowWithSecret } from "../api";
 import type { Actor, ApprovalDecision } from "../../../shared/wire";
 import { href } from "../session";
 import {
@@ -11,6 +11,7 @@ import {
   ListOf,
   Loaded,
   NeedsScope,
+  SecretOnce,
   Status,
   Time,
   statusOptions,
@@ -42,11 +43,13 @@ export function WorkflowsPage() {
   const [page, setPage] = useState(1);
   const list = useApi<Workflow[]>("/workflows", { page, per_page: 20 });
   const [creating, setCreating] = useState(false);
+  // The new workflow's signing secret, shown once before its page opens.
+  const [created, setCreated] = useState<WorkflowWithSecret | null>(null);
   return (
     <section aria-labelledby="workflows-title">
       <header class="page-head">
         <h2 id="workflows-title">Workflows</h2>
-        {can("workflows:write") && !creating && (
+        {can("workflows:write") && !creating && !created && (
           <button type="button" onClick={() => setCreating(true)}>
             New workflow
           </button>
@@ -56,7 +59,19 @@ export function WorkflowsPage() {
         <CreateWorkflow
           onCancel={() => setCreating(false)}
           onCreated={(wf) => {
-            location.hash = href("workflows", wf.id);
+            setCreating(false);
+            if (wf.signing_secret) setCreated(wf);
+            else location.hash = href("workflows", wf.id);
+          }}
+        />
+      )}
+      {created && (
+        <SecretOnce
+          label={`Signing secret of “${created.name}”`}
+          value={created.signing_secret}
+          onDone={() => {
+            setCreated(null);
+            location.hash = href("workflows", created.id);
           }}
         />
       )}
@@ -78,10 +93,10 @@ export function WorkflowsPage() {
   );
 }
 
-function CreateWorkflow({ onCreated, onCancel }: { onCreated(wf: Workflow): void; onCancel(): void }) {
+function CreateWorkflow({ onCreated, onCancel }: { onCreated(wf: WorkflowWithSecret): void; onCancel(): void }) {
   const { key } = useAccount();
   const definition = useJsonText(EXAMPLE);
-  const create = useAction((body: unknown) => call<Workflow>(key, "POST", "/workflows", body));
+  const create = useAction((body: unknown) => call<WorkflowWithSecret>(key, "POST", "/workflows", body));
   return (
     <form
       class="panel"
@@ -127,6 +142,9 @@ export function WorkflowPage({ id }: { id: string }) {
   );
   const input = useJsonText("{}");
   const start = useAction((parsed: unknown) => call<Run>(key, "POST", `/workflows/${encodeURIComponent(id)}/runs`, { input: parsed }));
+  const [rotating, setRotating] = useState(false);
+  const [secret, setSecret] = useState<string | null>(null);
+  const rotate = useAction(() => call<WorkflowWithSecret>(key, "POST", `/workflows/${encodeURIComponent(id)}/rotate-secret`));
 
   return (
     <section aria-labelledby="workflow-title">
@@ -163,9 +181,37 @@ export function WorkflowPage({ id }: { id: string }) {
                 </li>
               ))}
             </ol>
+            {can("workflows:write") && (
+              <div class="actions left">
+                <button type="button" class="outline secondary" onClick={() => (setRotating(true), setSecret(null))}>
+                  Rotate signing secret
+                </button>
+              </div>
+            )}
+            <ErrorNotice error={rotate.error} />
           </>
         )}
       </Loaded>
+      {secret && <SecretOnce label="New signing secret" value={secret} onDone={() => setSecret(null)} />}
+      {rotating && (
+        <Confirm
+          title="Rotate the signing secret?"
+          body={
+            <p>
+              Step requests are signed with the new secret and, for 24 hours, also with the old one, so receivers can switch without
+              refusing any.
+            </p>
+          }
+          action="Rotate signing secret"
+          pending={rotate.pending}
+          onCancel={() => setRotating(false)}
+          onConfirm={async () => {
+            const rotated = await rotate.go();
+            setRotating(false);
+            if (rotated?.signing_secret) setSecret(rotated.signing_secret);
+          }}
+        />
+      )}
 
       {can("workflows:write") ? (
         <form

@@ -1,4 +1,4 @@
-import { isId, newId } from "../../../shared/ids";
+import { idFloorAt, isId, newId, timeOfId } from "../../../shared/ids";
 
 describe("ids", () => {
   it("are prefixed, unique and sort by creation time", () => {
@@ -7,5 +7,17 @@ describe("ids", () => {
     expect([...ids].sort()).toEqual(ids);
     expect(ids.every((id) => isId("evt", id))).toBe(true);
     expect(isId("key", ids[0])).toBe(false);
+  });
+});
+
+describe("timeOfId", () => {
+  it("answers the time an id was made at, which idFloorAt bounds", () => {
+    const before = Date.now();
+    const id = newId("aud");
+    const at = timeOfId(id);
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Date.now());
+    expect(idFloorAt("aud", at) <= id).toBe(true);
+    expect(idFloorAt("aud", at + 1) > id).toBe(true);
   });
 });

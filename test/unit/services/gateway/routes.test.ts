@@ -1,4 +1,4 @@
-import { matchRoute } from "../../../../services/gateway/routes";
+import { matchRoute, ROUTES } from "../../../../services/gateway/routes";
 
 const methodsFor = (path: string) => {
   const m = matchRoute("", path);
@@ -16,5 +16,23 @@ describe("routes", () => {
     expect(methodsFor("/api-keys")).toEqual(["POST", "GET"]);
     expect(methodsFor("/api-keys/key_1")).toEqual(["GET", "DELETE"]);
     expect(methodsFor("/nope")).toEqual([]);
+  });
+});
+
+describe("the audit log's coverage", () => {
+  it("every mutation says how it is recorded, or is excluded on purpose (the data plane)", () => {
+    const mutations = ROUTES.filter((r) => r.method !== "GET");
+    expect(mutations.filter((r) => r.audit === undefined).map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    expect(mutations.filter((r) => r.audit === false).map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /events",
+      "POST /workflows/{id}/runs",
+      "POST /listen/{id}/attempts",
+    ]);
+    expect(ROUTES.filter((r) => r.method === "GET" && r.audit !== undefined)).toEqual([]);
+  });
+  it("action names are `<resource>.<verb>`, one per route", () => {
+    const actions = ROUTES.flatMap((r) => (r.audit ? [r.audit.action] : []));
+    expect(new Set(actions).size).toBe(actions.length);
+    for (const action of actions) expect(action).toMatch(/^[a-z_]+\.[a-z_]+$/);
   });
 });
