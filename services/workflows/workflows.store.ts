@@ -42,11 +42,13 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, workflow_id: 1, version: -1 } },
     ]),
     runs: collectionSpec<RunDoc>(RUNS_COLLECTION, [
-      // GET /runs across workflows, with or without a status (a creation time range is a range of ids).
-      { fields: { org_id: 1, environment: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: -1 } },
-      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: -1 } },
+      // GET /runs across workflows, with or without a status (a creation time range is a range of ids),
+      // and a workflow's runs. Ascending, though read newest first (backwards, at no cost): a new run's
+      // id goes at the end of its range, which costs each start less than an entry at its head.
+      { fields: { org_id: 1, environment: 1, id: 1 } },
+      { fields: { org_id: 1, environment: 1, status: 1, id: 1 } },
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, id: 1 } },
+      { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: 1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
       // Only runs the engine has work on carry `due_at`: the claim index stays small.
       { fields: { due_at: 1 }, sparse: true },

@@ -96,6 +96,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
             const partial = index.sparse ? ` WHERE ${this.layout.expr(Object.keys(index.fields)[0])} IS NOT NULL` : "";
             db.exec(`CREATE ${index.unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS "${name}" ON ${this.table} (${columns})${partial}`);
           }
+          this.dropRedirected();
         })
         .then(
           () => {
@@ -108,6 +109,28 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
           },
         );
       await this.applying;
+    }
+  }
+
+  /**
+   * Drops the indexes of this table that a declared one replaces by the same fields in other
+   * directions (SQLite reads an index either way, so they serve the same queries): an index
+   * declared ascending where it was descending is not kept twice, each insert paying for both.
+   */
+  private dropRedirected(): void {
+    const declared = new Set([...this.indexes.values()].map((index) => this.indexName(index)));
+    const replaced = new Set<string>();
+    for (const index of this.indexes.values()) {
+      const fields = Object.keys(index.fields);
+      // Every other assignment of directions to the same fields (at most a few dozen).
+      for (let mask = 0; mask < 2 ** fields.length; mask += 1) {
+        const variant = Object.fromEntries(fields.map((f, i) => [f, mask & (1 << i) ? -1 : 1] as const));
+        const name = this.indexName({ ...index, fields: variant });
+        if (!declared.has(name)) replaced.add(name);
+      }
+    }
+    for (const { name } of this.store.db.prepare(`PRAGMA index_list(${this.table})`).all() as { name: string }[]) {
+      if (replaced.has(name)) this.store.db.exec(`DROP INDEX "${name}"`);
     }
   }
 

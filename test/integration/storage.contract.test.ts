@@ -267,3 +267,35 @@ describe("the embedded store's columns, shared by processes that declare differe
     }
   });
 });
+
+describe("the embedded store's indexes, declared again in other directions", () => {
+  it("replaces the index of the same fields in the file, and reads newest first from the new one without sorting", async () => {
+    const dir = tempDir();
+    const indexNames = (store: SqliteStore) =>
+      (store.db.prepare(`PRAGMA index_list("notes")`).all() as { name: string; origin: string }[])
+        .filter((i) => i.origin === "c")
+        .map((i) => i.name)
+        .sort();
+    try {
+      const before = new SqliteStore(dir);
+      const descending = before.collection<Note & { n: number }>("notes", [{ fields: { org_id: 1, n: -1 } }, { fields: { n: 1 } }]);
+      await descending.insert({ id: "first", ...A, text: "a", n: 1 });
+      expect(indexNames(before)).toEqual(["notes__n_c", "notes__org_id__n_c_desc"]);
+      await before.close();
+
+      const after = new SqliteStore(dir);
+      const ascending = after.collection<Note & { n: number }>("notes", [{ fields: { org_id: 1, n: 1 } }, { fields: { n: 1 } }]);
+      await ascending.insert({ id: "second", ...A, text: "b", n: 2 });
+      expect(indexNames(after)).toEqual(["notes__n_c", "notes__org_id__n_c"]);
+      expect((await ascending.find(A, {}, { sort: { n: -1 } })).map((d) => d.id)).toEqual(["second", "first"]);
+      const plan = after.db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM "notes" WHERE org_id = 'o' ORDER BY "c_n" DESC`).all() as {
+        detail: string;
+      }[];
+      expect(plan.map((p) => p.detail).join()).toMatch(/USING INDEX notes__org_id__n_c\b/);
+      expect(plan.map((p) => p.detail).join()).not.toMatch(/TEMP B-TREE/);
+      await after.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
