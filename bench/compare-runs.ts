@@ -1,0 +1,133 @@
+/**
+ * Workflow runs of two or more builds, alternated in pairs in one session: on a shared 2-core
+ * machine the same build moves ±15–20 % between runs, so "unchanged or better" is only visible as
+ * same-pair ratios. Each root is a checkout with its own `npm run build` (another commit: `git
+ * worktree add /tmp/old <sha>`, link node_modules, build there). For each build, in one process:
+ *   started/executed — runs/s while 32 clients start a one-step `http` workflow as fast as they can
+ *   cpu/run          — the server's CPU (from /proc) per run over that burst, and at a fixed
+ *                      COMPARE_RATE runs/s, where group commits are the same size for every build
+ *   p50              — from the start request leaving to the step's request arriving, at 100 runs/s
+ * It prints each run's figures and, for every root after the first, min/median/max of the ratios to
+ * the first root's run in the same pair (the order flips every pair).
+ *
+ *   npm run bench:compare -- /tmp/old .      (BENCH_SECONDS=6 PAIRS=3 COMPARE_RATE=400)
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { flood, paced, post, quantile, rate, Receiver } from "./lib";
+import { freePort, waitFor } from "../tools/procs";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const PAIRS = Number(process.env.PAIRS ?? 3);
+const FIXED_RATE = Number(process.env.COMPARE_RATE ?? 400);
+const COMMON = { RATE_LIMIT_MAX: "10000000", RUN_STARTS_PER_MINUTE: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
+
+interface Figures {
+  started: number;
+  executed: number;
+  cpu: number;
+  cpuFixed: number;
+  p50: number;
+}
+
+/** CPU time (user + system) of a process in ms, from /proc. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function measure(root: string, rx: Receiver): Promise<Figures> {
+  const dir = mkdtempSync(join(tmpdir(), "wfp-compare-"));
+  const port = await freePort();
+  const env = { ...process.env, ...COMMON, DATA_DIR: dir, PORT: String(port), NODE_ID: "single", HOST: "127.0.0.1" };
+  const child = spawn(process.execPath, [join(root, "dist/bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
+  const pid = child.pid as number;
+  try {
+    await waitFor(`${root} to listen`, async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true);
+    // The build's own CLI: another build's would declare its own indexes in this build's file.
+    const created = spawnSync(process.execPath, [join(root, "dist/bin/cli.js"), "orgs", "create", "--name", "Bench"], {
+      env: { ...process.env, DATA_DIR: dir },
+      encoding: "utf8",
+    });
+    const admin = (JSON.parse(created.stdout) as { api_keys: { key: string }[] }).api_keys[0].key;
+    const base = `http://127.0.0.1:${port}/v1`;
+    const step = { id: "call", type: "http", method: "GET", url: `${rx.origin}/run?id={{input.n}}&sent={{input.sent}}` };
+    const wf = await post(`${base}/workflows`, admin, { name: "bench", trigger: { type: "manual" }, steps: [step] });
+    const url = `${base}/workflows/${wf.body.data.id}/runs`;
+    let n = 0;
+    const next = (sent = 0) => ({ input: { n: n++, sent } });
+
+    // Warm-up, then the saturated burst and its CPU.
+    await flood(url, admin, () => next(), { duration: 2, connections: 32 });
+    await rx.waitForUnique(n, 120_000);
+    await rx.reset();
+    let from = n;
+    let cpu0 = cpuMs(pid);
+    const burst = await flood(url, admin, () => next(), { duration: SECONDS, connections: 32 });
+    const executed = await rx.waitForUnique(n - from, 300_000);
+    const cpu = (cpuMs(pid) - cpu0) / (n - from);
+
+    await rx.reset();
+    from = n;
+    cpu0 = cpuMs(pid);
+    const fixed = await paced(url, admin, FIXED_RATE, SECONDS, () => next());
+    await rx.waitForUnique(fixed.accepted, 60_000);
+    const cpuFixed = (cpuMs(pid) - cpu0) / (n - from);
+
+    await rx.reset();
+    const steady = await paced(url, admin, 100, 4, (sent) => next(sent));
+    const arrived = await rx.waitForUnique(steady.accepted, 60_000);
+    return { started: burst.rps, executed: rate(executed), cpu, cpuFixed, p50: quantile(arrived.latencies, 0.5) };
+  } finally {
+    await new Promise((exited) => {
+      child.once("exit", exited);
+      child.kill("SIGKILL");
+    });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const spread = (xs: number[]): string => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return [sorted[0], sorted[Math.floor(sorted.length / 2)], sorted[sorted.length - 1]].map((x) => x.toFixed(2)).join(" / ");
+};
+
+async function main(): Promise<void> {
+  const roots = process.argv.slice(2).map((r) => resolve(r));
+  if (roots.length < 2) throw new Error("usage: npm run bench:compare -- <baseline checkout> <checkout> [more checkouts]");
+  const rx = await Receiver.start();
+  const results: Figures[][] = roots.map(() => []);
+  try {
+    for (let pair = 0; pair < PAIRS; pair++) {
+      const order = roots.map((_, i) => i);
+      if (pair % 2 === 1) order.reverse();
+      for (const i of order) {
+        const f = await measure(roots[i], rx);
+        results[i].push(f);
+        console.log(
+          `pair ${pair + 1} ${roots[i]}: started ${f.started}/s, executed ${f.executed}/s, ` +
+            `CPU ${f.cpu.toFixed(3)} ms/run (${f.cpuFixed.toFixed(3)} at ${FIXED_RATE}/s), p50 at 100/s ${f.p50.toFixed(2)} ms`,
+        );
+      }
+    }
+  } finally {
+    rx.stop();
+  }
+  console.log(`\nmin / median / max of same-pair ratios to ${roots[0]}:`);
+  for (let i = 1; i < roots.length; i++) {
+    const ratio = (field: keyof Figures) => spread(results[i].map((f, pair) => f[field] / results[0][pair][field]));
+    console.log(`${roots[i]}`);
+    console.log(`  started/s ${ratio("started")}x, executed/s ${ratio("executed")}x`);
+    console.log(`  CPU per run ${ratio("cpu")}x saturated, ${ratio("cpuFixed")}x at ${FIXED_RATE}/s; p50 at 100/s ${ratio("p50")}x`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
