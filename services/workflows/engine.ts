@@ -13,6 +13,7 @@ import { cutAnswer, redact } from "./outputs";
 import {
   attempted,
   claim,
+  claimedAtStart,
   fail,
   giveUp,
   handBack,
@@ -61,7 +62,7 @@ export interface EngineOptions {
   ended?: (event: EventDoc) => void;
 }
 
-type Claimed = RunDoc & { lease: string };
+export type Claimed = RunDoc & { lease: string };
 
 /**
  * Executes the run state machine (runs.logic.ts), durably: a node claims a due run with a
@@ -148,7 +149,33 @@ export class RunEngine {
     });
     if (!run) return false;
     this.active += 1;
-    const driving: Promise<void> = this.drive(run as Claimed)
+    this.run(run as Claimed);
+    return true;
+  }
+
+  /**
+   * A new run as this node would store it already claimed (runs.logic.ts `claimedAtStart`), saving
+   * the store a claim after the insert; null when the node has no room (store it due, for any node).
+   * The room is held until `adopt` (stored) or `unreserve` (not stored).
+   */
+  reserve(run: RunDoc): Claimed | null {
+    if (this.stopping || this.active >= this.o.maxActive) return null;
+    this.active += 1;
+    return claimedAtStart(run, randomUUID(), this.clock()) as Claimed;
+  }
+
+  unreserve(): void {
+    this.active -= 1;
+  }
+
+  /** Drives a run from `reserve`, now stored. */
+  adopt(run: Claimed): void {
+    this.run(run);
+  }
+
+  /** Drives a run claimed under its lease; the room for it is taken already. */
+  private run(run: Claimed): void {
+    const driving: Promise<void> = this.drive(run)
       .then(
         () => this.failures.ok("driving runs"),
         (err: unknown) => {
@@ -162,7 +189,6 @@ export class RunEngine {
         this.driving.delete(driving);
       });
     this.driving.add(driving);
-    return true;
   }
 
   private later(id: string, ms: number): void {

@@ -268,6 +268,18 @@ export const updateOf = (write: RunWrite): Update => ({
 /** A claim of a due run by `lease`: it lasts the margin, and counts as a stall until a write of progress resets it. */
 export const claim = (lease: string, c: Clock): Update => ({ $set: { due_at: c.now + c.leaseMarginMs, lease }, $inc: { stalls: 1 } });
 
+/**
+ * A new run as it is stored already claimed by `lease` (the node starting it drives it at once):
+ * the state `claim` would leave it in, so a node killed before it stores anything more leaves a
+ * run that falls due when the claim runs out, as after any claim.
+ */
+export const claimedAtStart = (run: RunDoc, lease: string, c: Clock): RunDoc => ({
+  ...run,
+  due_at: c.now + c.leaseMarginMs,
+  lease,
+  stalls: (run.stalls ?? 0) + 1,
+});
+
 /** The run's steps with the current one changed by `patch`. */
 function put(run: RunDoc, patch: Partial<RunStep>): RunStep[] {
   const steps = [...run.steps];

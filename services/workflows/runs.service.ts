@@ -237,7 +237,16 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       const minute = now - (now % MINUTE_MS);
       const limit = this.settings.config.runStartsPerMinute;
       const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
-      if (!(await this.startCounted(tenant, budget, run))) {
+      // Stored already claimed by this node's engine when it has room (one write fewer than a claim
+      // after the insert, and no wake-up to send); otherwise due now, for any node's engine.
+      const claimed = this.engine.reserve(run);
+      let counted = false;
+      try {
+        counted = await this.startCounted(tenant, budget, claimed ?? run);
+      } finally {
+        if (claimed && !counted) this.engine.unreserve();
+      }
+      if (!counted) {
         throw new ApiError(
           "rate_limited",
           `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
@@ -248,8 +257,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
           },
         );
       }
+      if (claimed) this.engine.adopt(claimed);
       // A lost wake-up only delays the run until a node's next poll.
-      this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+      else this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
       return runView(run);
     },
 

@@ -5,6 +5,7 @@ import {
   attempted,
   cancel,
   claim,
+  claimedAtStart,
   fail,
   finish,
   giveUp,
@@ -113,6 +114,15 @@ describe("start", () => {
 
   it("a claim takes the lease for the margin and counts a stall", () => {
     expect(claim("L1", at(T0))).toEqual({ $set: { due_at: T0 + MARGIN, lease: "L1" }, $inc: { stalls: 1 } });
+  });
+
+  it("a run stored already claimed is what a claim of it as queued would leave, its view unchanged", () => {
+    const run = newRun(workflow(), { order: "o1" }, { type: "manual" }, T0);
+    const stored = claimedAtStart(run, "L1", at(T0 + 7));
+    expect(stored).toEqual({ ...run, lease: "L1", stalls: 1, due_at: T0 + 7 + MARGIN });
+    expect(runView(stored)).toEqual(runView(run));
+    // The engine goes on from it as from a claimed run: the http step is shown running first.
+    expect(writeOf(nextMove(stored, at(T0 + 8))).set).toMatchObject({ status: "running", rev: 1, due_at: T0 + 8 + 2_000 + MARGIN });
   });
 });
 
