@@ -271,14 +271,23 @@ export const claim = (lease: string, c: Clock): Update => ({ $set: { due_at: c.n
 /**
  * A new run as it is stored already claimed by `lease` (the node starting it drives it at once):
  * the state `claim` would leave it in, so a node killed before it stores anything more leaves a
- * run that falls due when the claim runs out, as after any claim.
+ * run that falls due when the claim runs out, as after any claim. When the engine's first write
+ * would only show its http step running (nothing to publish, the claim kept), that write is stored
+ * with it: the run starts `running`, as the engine would have stored it before the request leaves.
  */
-export const claimedAtStart = (run: RunDoc, lease: string, c: Clock): RunDoc => ({
-  ...run,
-  due_at: c.now + c.leaseMarginMs,
-  lease,
-  stalls: (run.stalls ?? 0) + 1,
-});
+export function claimedAtStart(run: RunDoc, lease: string, c: Clock): RunDoc {
+  const claimed = { ...run, due_at: c.now + c.leaseMarginMs, lease, stalls: (run.stalls ?? 0) + 1 };
+  const move = nextMove(claimed, c);
+  if (move.kind !== "write" || move.write.released || move.write.events.length > 0) return claimed;
+  return storedAfter(claimed, move.write);
+}
+
+/** The run as the store leaves it after `write`. */
+export function storedAfter(run: RunDoc, write: RunWrite): RunDoc {
+  const next: Record<string, unknown> = { ...run, ...write.set };
+  for (const field of Object.keys(write.unset)) delete next[field];
+  return next as unknown as RunDoc;
+}
 
 /** The run's steps with the current one changed by `patch`. */
 function put(run: RunDoc, patch: Partial<RunStep>): RunStep[] {

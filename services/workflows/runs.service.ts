@@ -237,8 +237,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       const minute = now - (now % MINUTE_MS);
       const limit = this.settings.config.runStartsPerMinute;
       const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
-      // Stored already claimed by this node's engine when it has room (one write fewer than a claim
-      // after the insert, and no wake-up to send); otherwise due now, for any node's engine.
+      // Stored already claimed by this node's engine when it has room, an http step first shown
+      // running (the claim's and the engine's first write fewer, and no wake-up to send);
+      // otherwise queued and due now, for any node's engine.
       const claimed = this.engine.reserve(run);
       let counted = false;
       try {
@@ -260,7 +261,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       if (claimed) this.engine.adopt(claimed);
       // A lost wake-up only delays the run until a node's next poll.
       else this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
-      return runView(run);
+      return runView(claimed ?? run);
     },
 
     async cancelRunsOf(tenant, workflowId, by) {

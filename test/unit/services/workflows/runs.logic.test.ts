@@ -20,6 +20,7 @@ import {
   retry,
   retryDelay,
   runView,
+  storedAfter as apply,
   updateOf,
   wait,
   type Clock,
@@ -72,13 +73,6 @@ function workflow(steps: Step[] = STEPS): WorkflowDoc {
   };
 }
 
-/** The run as the store leaves it after `write`. */
-function apply(run: RunDoc, write: RunWrite): RunDoc {
-  const next: Record<string, unknown> = { ...run, ...write.set };
-  for (const field of Object.keys(write.unset)) delete next[field];
-  return next as unknown as RunDoc;
-}
-
 /** A run as the engine holds it after claiming it. */
 const claimed = (run: RunDoc, lease = "L1"): RunDoc => ({ ...run, lease, stalls: 1, due_at: T0 + MARGIN });
 
@@ -116,13 +110,22 @@ describe("start", () => {
     expect(claim("L1", at(T0))).toEqual({ $set: { due_at: T0 + MARGIN, lease: "L1" }, $inc: { stalls: 1 } });
   });
 
-  it("a run stored already claimed is what a claim of it as queued would leave, its view unchanged", () => {
+  it("a run stored already claimed is what a claim and the engine's first write would leave: an http step shown running", () => {
     const run = newRun(workflow(), { order: "o1" }, { type: "manual" }, T0);
     const stored = claimedAtStart(run, "L1", at(T0 + 7));
-    expect(stored).toEqual({ ...run, lease: "L1", stalls: 1, due_at: T0 + 7 + MARGIN });
-    expect(runView(stored)).toEqual(runView(run));
-    // The engine goes on from it as from a claimed run: the http step is shown running first.
-    expect(writeOf(nextMove(stored, at(T0 + 8))).set).toMatchObject({ status: "running", rev: 1, due_at: T0 + 8 + 2_000 + MARGIN });
+    const claimedOnly = { ...run, lease: "L1", stalls: 1, due_at: T0 + 7 + MARGIN };
+    expect(stored).toEqual(apply(claimedOnly, writeOf(nextMove(claimedOnly, at(T0 + 7)))));
+    expect(stored).toMatchObject({ status: "running", rev: 1, lease: "L1", stalls: 1, due_at: T0 + 7 + 2_000 + MARGIN });
+    expect(stored.steps[0]).toMatchObject({ status: "running", started_at: iso(T0 + 7) });
+    // The engine goes on from it with the request.
+    expect(nextMove(stored, at(T0 + 8)).kind).toBe("call");
+  });
+
+  it("a run stored already claimed whose first step publishes or waits is stored as claimed, queued", () => {
+    for (const first of [STEPS[1], STEPS[2], STEPS[3]]) {
+      const run = newRun(workflow([first]), {}, { type: "manual" }, T0);
+      expect(claimedAtStart(run, "L1", at(T0))).toEqual({ ...run, lease: "L1", stalls: 1, due_at: T0 + MARGIN });
+    }
   });
 });
 
