@@ -372,6 +372,43 @@ export function Json({ value, label }: { value: unknown; label: string }) {
 }
 
 /** A secret the API shows once: visible, selectable, with a copy button and a plain warning. */
+/**
+ * A rotate-secret action (webhooks, workflows): `begin()` opens a confirmation saying what the
+ * 24-hour overlap means for `signs` (its receivers), then the new secret is shown once; `error` is the
+ * call's, and `dialogs` goes where the page shows them.
+ */
+export function useSecretRotation<R>(opts: {
+  rotate(): Promise<R>;
+  secretOf(answer: R): string | null | undefined;
+  signs: string;
+  action: string;
+}) {
+  const [rotating, setRotating] = useState(false);
+  const [secret, setSecret] = useState<string | null>(null);
+  const rotate = useAction(opts.rotate);
+  const dialogs = (
+    <>
+      {secret && <SecretOnce label="New signing secret" value={secret} onDone={() => setSecret(null)} />}
+      {rotating && (
+        <Confirm
+          title="Rotate the signing secret?"
+          body={<p>{opts.signs}</p>}
+          action={opts.action}
+          pending={rotate.pending}
+          onCancel={() => setRotating(false)}
+          onConfirm={async () => {
+            const answer = await rotate.go();
+            setRotating(false);
+            const next = answer === undefined ? undefined : opts.secretOf(answer);
+            if (next) setSecret(next);
+          }}
+        />
+      )}
+    </>
+  );
+  return { begin: () => (setRotating(true), setSecret(null)), error: rotate.error, dialogs };
+}
+
 export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone(): void }) {
   const [copied, setCopied] = useState<"yes" | "no" | null>(null);
   const copy = async () => {

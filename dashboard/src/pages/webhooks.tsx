@@ -4,7 +4,6 @@ import { call, type Attempt, type Delivery, type DeliveryDetail, type Recovery, 
 import { href } from "../session";
 import {
   Choice,
-  Confirm,
   DataTable,
   Empty,
   ErrorNotice,
@@ -20,6 +19,7 @@ import {
   useAccount,
   useAction,
   useApi,
+  useSecretRotation,
 } from "../ui";
 
 export function WebhooksPage() {
@@ -197,12 +197,16 @@ export function WebhookPage({ id }: { id: string }) {
     { page, per_page: 20, status: status === "all" ? undefined : status },
     live ? 2000 : undefined,
   );
-  const [rotating, setRotating] = useState(false);
-  const [secret, setSecret] = useState<string | null>(null);
   const toggle = useAction((next: "enabled" | "disabled") =>
     call<Webhook>(key, "PATCH", `/webhooks/${encodeURIComponent(id)}`, { status: next }),
   );
-  const rotate = useAction(() => call<WebhookWithSecret>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`));
+  const rotation = useSecretRotation({
+    rotate: () => call<WebhookWithSecret>(key, "POST", `/webhooks/${encodeURIComponent(id)}/rotate-secret`),
+    secretOf: (wh) => wh.secret,
+    signs:
+      "Deliveries are signed with the new secret and, for 24 hours, also with the old one, so your endpoint can switch without losing any.",
+    action: "Rotate secret",
+  });
 
   return (
     <section aria-labelledby="webhook-title">
@@ -253,38 +257,19 @@ export function WebhookPage({ id }: { id: string }) {
                 >
                   {wh.status === "enabled" ? "Disable" : "Enable"}
                 </button>
-                <button type="button" class="outline secondary" onClick={() => (setRotating(true), setSecret(null))}>
+                <button type="button" class="outline secondary" onClick={rotation.begin}>
                   Rotate secret
                 </button>
               </div>
             ) : (
               <NeedsScope scope="webhooks:write" />
             )}
-            <ErrorNotice error={toggle.error ?? rotate.error} />
+            <ErrorNotice error={toggle.error ?? rotation.error} />
             {can("webhooks:write") && wh.status === "enabled" && <RecoverAndTest webhookId={id} onStarted={deliveries.reload} />}
           </>
         )}
       </Loaded>
-      {secret && <SecretOnce label="New signing secret" value={secret} onDone={() => setSecret(null)} />}
-      {rotating && (
-        <Confirm
-          title="Rotate the signing secret?"
-          body={
-            <p>
-              Deliveries are signed with the new secret and, for 24 hours, also with the old one, so your endpoint can switch without losing
-              any.
-            </p>
-          }
-          action="Rotate secret"
-          pending={rotate.pending}
-          onCancel={() => setRotating(false)}
-          onConfirm={async () => {
-            const wh = await rotate.go();
-            setRotating(false);
-            if (wh?.secret) setSecret(wh.secret);
-          }}
-        />
-      )}
+      {rotation.dialogs}
 
       <section aria-labelledby="deliveries-title">
         <header class="page-head">

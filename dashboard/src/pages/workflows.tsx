@@ -18,6 +18,7 @@ import {
   useAccount,
   useAction,
   useApi,
+  useSecretRotation,
   useJsonText,
 } from "../ui";
 
@@ -142,9 +143,13 @@ export function WorkflowPage({ id }: { id: string }) {
   );
   const input = useJsonText("{}");
   const start = useAction((parsed: unknown) => call<Run>(key, "POST", `/workflows/${encodeURIComponent(id)}/runs`, { input: parsed }));
-  const [rotating, setRotating] = useState(false);
-  const [secret, setSecret] = useState<string | null>(null);
-  const rotate = useAction(() => call<WorkflowWithSecret>(key, "POST", `/workflows/${encodeURIComponent(id)}/rotate-secret`));
+  const rotation = useSecretRotation({
+    rotate: () => call<WorkflowWithSecret>(key, "POST", `/workflows/${encodeURIComponent(id)}/rotate-secret`),
+    secretOf: (wf) => wf.signing_secret,
+    signs:
+      "Step requests are signed with the new secret and, for 24 hours, also with the old one, so receivers can switch without refusing any.",
+    action: "Rotate signing secret",
+  });
 
   return (
     <section aria-labelledby="workflow-title">
@@ -183,35 +188,16 @@ export function WorkflowPage({ id }: { id: string }) {
             </ol>
             {can("workflows:write") && (
               <div class="actions left">
-                <button type="button" class="outline secondary" onClick={() => (setRotating(true), setSecret(null))}>
+                <button type="button" class="outline secondary" onClick={rotation.begin}>
                   Rotate signing secret
                 </button>
               </div>
             )}
-            <ErrorNotice error={rotate.error} />
+            <ErrorNotice error={rotation.error} />
           </>
         )}
       </Loaded>
-      {secret && <SecretOnce label="New signing secret" value={secret} onDone={() => setSecret(null)} />}
-      {rotating && (
-        <Confirm
-          title="Rotate the signing secret?"
-          body={
-            <p>
-              Step requests are signed with the new secret and, for 24 hours, also with the old one, so receivers can switch without
-              refusing any.
-            </p>
-          }
-          action="Rotate signing secret"
-          pending={rotate.pending}
-          onCancel={() => setRotating(false)}
-          onConfirm={async () => {
-            const rotated = await rotate.go();
-            setRotating(false);
-            if (rotated?.signing_secret) setSecret(rotated.signing_secret);
-          }}
-        />
-      )}
+      {rotation.dialogs}
 
       {can("workflows:write") ? (
         <form
