@@ -3,7 +3,7 @@ import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/json-limits";
 import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
-import { render, scopeOf } from "./templates";
+import { attemptCountOf, render, scopeOf } from "./templates";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
   FINISHED_RUN_STATUSES,
@@ -63,9 +63,6 @@ export interface RunDoc extends Omit<Run, "object"> {
 }
 
 export type RunView = Run;
-
-/** A step's tries; a run stored before `attempts` was renamed `attempt_count` carries the old name. */
-const attemptCountOf = (step: RunStep & { attempts?: number }): number => step.attempt_count ?? step.attempts ?? 0;
 
 export const runView = ({
   org_id: _o,

@@ -18,12 +18,14 @@ export interface TemplateScope {
   secrets?: Record<string, string>;
 }
 
+/** How many times a step was tried: runs stored before the rename counted them in `attempts`. */
+export const attemptCountOf = (step: RunDoc["steps"][number] & { attempts?: number }): number => step.attempt_count ?? step.attempts ?? 0;
+
 export function scopeOf(run: RunDoc, secrets: Record<string, string> = {}): TemplateScope {
   const steps: TemplateScope["steps"] = {};
   for (const s of run.steps) if (s.status === "succeeded") steps[s.id] = { output: s.output };
-  // Runs stored before the rename counted a step's tries in `attempts`.
-  const step = run.steps[run.cursor] as (RunDoc["steps"][number] & { attempts?: number }) | undefined;
-  const attempt = (step?.attempt_count ?? step?.attempts ?? 0) + 1;
+  const step = run.steps[run.cursor];
+  const attempt = (step ? attemptCountOf(step) : 0) + 1;
   return { input: run.input, steps, run: { id: run.id, attempt }, workflow: { id: run.workflow_id }, secrets };
 }
 
