@@ -14,10 +14,12 @@ import { ALL_TENANTS, type ReadView, type Tenant } from "./storage/types";
 export type TenantHandler = (tenant: Required<Tenant>, events: EventDoc[]) => Promise<Set<string>>;
 
 /**
- * Which swept events this node handles, asked once per batch: null for all of them; else a test of
- * an event's id (the others stay marked for the node they fall to, and only their ids are read here).
+ * Which swept events this node handles, asked once per batch: null for all of them; a test of an
+ * event's id (the others stay marked for the node they fall to, and only their ids are read here);
+ * or false for none now (the node's view of its peers is settling): the sweep stops there, and the
+ * service sweeps again once it can take its share.
  */
-export type SweepShare = () => ((eventId: string) => boolean) | null;
+export type SweepShare = () => ((eventId: string) => boolean) | null | false;
 
 /** An event younger than this is left to the node its wake-up went to. */
 const GRACE_MS = 2000;
@@ -101,6 +103,7 @@ export class EventConsumer {
         const query = { [this.marker]: from ? { $lt: cut, $gte: from.at } : { $lt: cut } };
         const options = { sort: { [this.marker]: 1 as const }, limit };
         const mine = this.share();
+        if (mine === false) break;
         const read: Pick<EventDoc, "id" | Marker>[] = mine
           ? await this.events.pluck(ALL_TENANTS, query, ["id", this.marker], options)
           : await this.events.find(ALL_TENANTS, query, options);

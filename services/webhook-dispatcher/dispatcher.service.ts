@@ -91,6 +91,8 @@ interface DispatcherVars extends StoreVars<typeof STORE> {
   delays: number[];
   consumer: EventConsumer;
   polling: boolean;
+  /** A poll was asked for while one ran: it runs again once done (see pollSoon). */
+  pollAgain: boolean;
   stopping: boolean;
   timers: Set<NodeJS.Timeout>;
   poller: NodeJS.Timeout | undefined;
@@ -132,6 +134,8 @@ interface DispatcherMethods {
   settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
   claim(id?: string): Promise<boolean>;
   poll(): Promise<void>;
+  /** Polls now, or right after the poll under way. */
+  pollSoon(): void;
   later(fn: () => void, ms: number): void;
   /** An attempt recorded (stored): its counts, the webhook's last attempt, the metrics and, when it failed, a warn line. */
   attempted(delivery: DeliveryDoc, attempt: Attempt, dueAt: number | null): void;
@@ -368,6 +372,8 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       this.peersKey = key;
       this.peersSince = Date.now();
       for (const fanOut of this.fanOuts) for (const job of fanOut.jobs) this.storeClaimed(job);
+      // Sweeps stop while the view settles: the next starts as soon as it has, not a poll later.
+      this.later(() => this.pollSoon(), VIEW_SETTLE_MS);
     },
 
     async attempt(job) {
@@ -552,11 +558,17 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       return true;
     },
 
+    pollSoon() {
+      if (this.polling) this.pollAgain = true;
+      else void this.poll();
+    },
+
     /** Due deliveries nobody is sending, and stored events nobody has fanned out. */
     async poll() {
       this.refreshPeers();
       if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
       this.polling = true;
+      this.pollAgain = false;
       try {
         while (this.lanes.size < TOTAL && (await this.claim())) {
           // claimed one; look for the next
@@ -575,6 +587,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
         this.failures.failed("claiming deliveries", err, "polls back off until the store answers");
       } finally {
         this.polling = false;
+        if (this.pollAgain) setImmediate(() => this.pollSoon());
       }
     },
 
@@ -655,16 +668,18 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       this.logger,
       unmarkThrough(this.broker),
       () => {
-        // What fanOut takes of swept events: its share once the view of dispatcher nodes settled, none before.
-        const settled = !this.broker.transit || Date.now() - this.peersSince >= VIEW_SETTLE_MS;
-        if (settled && this.peers.length === 1) return null;
+        // What fanOut takes of swept events: its share once the view of dispatcher nodes settled;
+        // before, none, and the sweep stops (refreshPeers polls again the moment the view settles).
+        if (this.broker.transit && Date.now() - this.peersSince < VIEW_SETTLE_MS) return false;
+        if (this.peers.length === 1) return null;
         const me = this.broker.nodeID;
         const peers = this.peers;
-        return (id) => settled && ownerOf(id, peers) === me;
+        return (id) => ownerOf(id, peers) === me;
       },
     );
     this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
     this.polling = false;
+    this.pollAgain = false;
     this.stopping = false;
     this.timers = new Set();
     this.failures = new FailureLog(this.logger);
@@ -684,6 +699,8 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.poller = setInterval(() => void this.poll(), POLL_MS);
     this.poller.unref();
     void this.poll();
+    // Its first sweep, once its view of the dispatcher nodes has settled.
+    this.later(() => this.pollSoon(), VIEW_SETTLE_MS);
     this.pruner.start();
     if (this.metrics.enabled) {
       const measure = () =>

@@ -35,12 +35,26 @@ describe("EventConsumer's sweep, shared among nodes", () => {
     return stored;
   }
 
-  /** Sweeps once with `share`; answers the events handed to the handler and the ids unmarked. */
+  /**
+   * Sweeps once with `share`; answers the events handed to the handler, the ids unmarked and how
+   * many reads of the event log the sweep made.
+   */
   async function sweep(share: SweepShare | undefined) {
     const handled: EventDoc[] = [];
     const unmarked: string[] = [];
+    let reads = 0;
+    const counted = new Proxy(events, {
+      get(target, name: keyof Collection<EventDoc>) {
+        const value = target[name];
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (name === "find" || name === "pluck") reads += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     const consumer = new EventConsumer(
-      events,
+      counted,
       "undispatched_since",
       (_tenant, batch) => {
         handled.push(...batch);
@@ -54,7 +68,7 @@ describe("EventConsumer's sweep, shared among nodes", () => {
       share,
     );
     await consumer.sweep();
-    return { handled, unmarked };
+    return { handled, unmarked, reads };
   }
 
   it("hands over only this node's share, as whole documents, and leaves the rest marked", async () => {
@@ -80,5 +94,22 @@ describe("EventConsumer's sweep, shared among nodes", () => {
     expect(new Set(all.handled.map((e) => e.id))).toEqual(new Set(stored.map((e) => e.id)));
     expect(all.unmarked).toHaveLength(12);
     expect(await events.count(ALL_TENANTS, {})).toBe(12);
+  });
+
+  it("stops at once, reading nothing, while the node cannot take its share (its view of its peers settling)", async () => {
+    const stored = await marked(1200);
+    const waiting = await sweep(() => false);
+    expect(waiting).toEqual({ handled: [], unmarked: [], reads: 0 });
+    // The view changes after the first batch: the sweep stops there, that batch handled and unmarked.
+    let asked = 0;
+    const first = await sweep(() => (asked++ === 0 ? null : false));
+    expect(first.reads).toBe(1);
+    // The 500 oldest (by marker), each tenant's in order.
+    expect(new Set(first.handled.map((e) => e.id))).toEqual(new Set(stored.slice(0, 500).map((e) => e.id)));
+    expect(new Set(first.unmarked)).toEqual(new Set(first.handled.map((e) => e.id)));
+    // Once it can take its share again, a sweep reads on to the end (nothing here was really unmarked).
+    const next = await sweep(undefined);
+    expect(next.handled).toHaveLength(stored.length);
+    expect(next.reads).toBe(3);
   });
 });
