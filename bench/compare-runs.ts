@@ -13,10 +13,10 @@
  *   npm run bench:compare -- /tmp/old .      (BENCH_SECONDS=6 PAIRS=3 COMPARE_RATE=400)
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { flood, paced, post, quantile, rate, Receiver } from "./lib";
+import { cpuMs, flood, paced, post, quantile, rate, Receiver } from "./lib";
 import { freePort, waitFor } from "../tools/procs";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
@@ -30,12 +30,6 @@ interface Figures {
   cpu: number;
   cpuFixed: number;
   p50: number;
-}
-
-/** CPU time (user + system) of a process in ms, from /proc. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 async function measure(root: string, rx: Receiver): Promise<Figures> {

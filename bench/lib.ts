@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -22,6 +22,12 @@ export const rate = (s: Stats): number => (s.count > 1 ? Math.round(((s.count - 
 export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 export const quantile = (xs: number[], q: number): number =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
+
+/** CPU time (user + system, all threads) of a process in ms, from /proc. */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 /** The receiver process (bench/webhook-receiver.ts) and its IPC questions. */
 export class Receiver {
@@ -50,13 +56,15 @@ export class Receiver {
 
   reset = () => this.ask<unknown>("reset");
   stats = () => this.ask<Stats>("stats");
+  /** Deliveries received so far (distinct events), without the latencies. */
+  count = () => this.ask<{ unique: number }>("count");
 
   async waitForUnique(n: number, timeoutMs: number): Promise<Stats> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       // Only the count while waiting: the latencies (thousands) are copied once, at the end, so the
       // receiver's polling costs the platform under test no CPU.
-      const { unique } = await this.ask<{ unique: number }>("count");
+      const { unique } = await this.count();
       if (unique >= n) return this.stats();
       if (Date.now() > until) throw new Error(`receiver: ${unique} of ${n} arrived within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 50));
@@ -194,7 +202,8 @@ export async function storeNode(
   const port = await freePort();
   const env = { ...common, DATA_DIR: dir, PORT: String(port), ...(nats && { TRANSPORTER: nats.url }) };
   const node = startNode(name, { ...env, ...(services && { SERVICES: services }) });
-  t.add(() => node.kill("SIGKILL"));
+  // Profiled nodes (BENCH_PROF) write their profiles on SIGTERM.
+  t.add(() => node.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL"));
   await waitFor(`${name} to listen`, async () => (await fetch(`http://127.0.0.1:${port}/health`)).ok);
   return { dir, env, node, base: `http://127.0.0.1:${port}/v1` };
 }
