@@ -50,7 +50,7 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const IN_FLIGHT = 32;
 const COMMON = { RATE_LIMIT_MAX: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 const API_SERVICES = "gateway,auth,keys,orgs,events,webhooks";
-/** BENCH_PROF=<dir>: CPU profiles of the single process and of the cluster's dispatchers, in <dir>/<node>. */
+/** BENCH_PROF=<dir>: CPU profiles of the single process and of the cluster's nodes, in <dir>/<node>. */
 const PROF = process.env.BENCH_PROF;
 /** BENCH_DRAIN_ONLY=1: the drain alone (no paced or saturated phase), e.g. to profile it. */
 const DRAIN_ONLY = process.env.BENCH_DRAIN_ONLY === "1";
