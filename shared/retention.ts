@@ -1,4 +1,4 @@
-import type { ServiceBroker } from "moleculer";
+import type { Context, ServiceBroker } from "moleculer";
 import { encodeTime } from "ulid";
 import type { IdPrefix } from "./ids";
 import { ALL_TENANTS, type Collection, type Doc, type Filter, type IndexSpec } from "./storage/types";
@@ -119,7 +119,8 @@ export class Pruner {
 
   constructor(
     private readonly what: string,
-    private readonly pass: (control: PruneControl) => Promise<number>,
+    /** One pass deleting what is past retention as of `now` (epoch ms). */
+    private readonly pass: (now: number, control: PruneControl) => Promise<number>,
     private readonly logger: ServiceBroker["logger"],
   ) {}
 
@@ -129,13 +130,18 @@ export class Pruner {
 
   /** One pass now (also what the timer runs); answers how many documents it deleted. */
   run(control: Omit<PruneControl, "stopped"> = {}): Promise<number> {
-    this.running ??= this.pass({ ...control, stopped: () => this.stopping })
+    this.running ??= this.pass(Date.now(), { ...control, stopped: () => this.stopping })
       .then((n) => {
         if (n > 0) this.logger.info(`retention: pruned ${n} ${this.what}`);
         return n;
       })
       .finally(() => (this.running = undefined));
     return this.running;
+  }
+
+  /** One pass as of `now` (operators and tests move the clock): not the timer's, and not logged. */
+  asOf(now: number): Promise<number> {
+    return this.pass(now, { stopped: () => this.stopping });
   }
 
   async stop(): Promise<void> {
@@ -154,3 +160,16 @@ export class Pruner {
     this.timer.unref();
   }
 }
+
+/**
+ * The internal `prune` action of a service that keeps a `pruner` (operators, tests): one retention
+ * pass now, or as of `now` when given; answers how many documents went.
+ */
+export const pruneAction = {
+  visibility: "public" as const,
+  params: { $$strict: true, now: { type: "number" as const, integer: true, optional: true } },
+  handler(this: { pruner: Pruner }, ctx: Context<{ now?: number }>): Promise<number> {
+    const now = ctx.params.now;
+    return now === undefined ? this.pruner.run() : this.pruner.asOf(now);
+  },
+};

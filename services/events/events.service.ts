@@ -21,6 +21,7 @@ import {
   FINISHED_RUN_STATUSES,
   firstIdAt,
   prune,
+  pruneAction,
   Pruner,
   retentionCutoff,
   RUN_RETENTION_INDEXES,
@@ -211,15 +212,8 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
       },
     },
 
-    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many events went. */
-    prune: {
-      visibility: "public",
-      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
-      handler(ctx: Context<{ now?: number }>): Promise<number> {
-        const now = ctx.params.now;
-        return now === undefined ? this.pruner.run() : this.pruneEvents(now, {});
-      },
-    },
+    /** Internal (operators, tests): a retention pass now, or as of `now`. */
+    prune: pruneAction,
   },
 
   methods: {
@@ -275,7 +269,7 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
 
   created() {
     this.knownTypes = new Set();
-    this.pruner = new Pruner("events", (control) => this.pruneEvents(Date.now(), control), this.logger);
+    this.pruner = new Pruner("events", (now, control) => this.pruneEvents(now, control), this.logger);
   },
 
   started() {

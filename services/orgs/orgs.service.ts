@@ -5,7 +5,7 @@ import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { idFloorAt, newId, nowIso } from "../../shared/ids";
 import { cursorOf, instantOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
 import type { PlatformSettings } from "../../shared/platform";
-import { firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
+import { firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
 import { ALL_TENANTS, collectionSpec, type Filter } from "../../shared/storage/types";
 import { LATEST_VERSION } from "../../shared/versions";
@@ -289,15 +289,8 @@ const OrgsService: ServiceSchema<PlatformSettings, OrgsMethods, OrgsVars> = {
       },
     },
 
-    /** Internal (operators, tests): one audit log retention pass now, as of `now`; answers how many entries went. */
-    prune: {
-      visibility: "public",
-      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
-      handler(ctx: Context<{ now?: number }>): Promise<number> {
-        const now = ctx.params.now;
-        return now === undefined ? this.pruner.run() : this.pruneAudit(now, {});
-      },
-    },
+    /** Internal (operators, tests): a retention pass now, or as of `now`. */
+    prune: pruneAction,
 
     /** DELETE /orgs/{id}/members/{member_id} — org:admin */
     removeMember: {
@@ -334,7 +327,7 @@ const OrgsService: ServiceSchema<PlatformSettings, OrgsMethods, OrgsVars> = {
   },
 
   created() {
-    this.pruner = new Pruner("audit log entries", (control) => this.pruneAudit(Date.now(), control), this.logger);
+    this.pruner = new Pruner("audit log entries", (now, control) => this.pruneAudit(now, control), this.logger);
   },
 
   started() {

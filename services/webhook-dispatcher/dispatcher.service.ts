@@ -8,7 +8,7 @@ import { FailureLog } from "../../shared/failure-log";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
 import { attemptRowsOf, Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
 import { childTraceparent } from "../../shared/trace";
-import { DAY_MS, firstIdAt, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
+import { DAY_MS, firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
 import { deliveryHeaders } from "../../shared/signing";
 import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
@@ -220,15 +220,8 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
       },
     },
 
-    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many deliveries went. */
-    prune: {
-      visibility: "public",
-      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
-      handler(ctx: Context<{ now?: number }>): Promise<number> {
-        const now = ctx.params.now;
-        return now === undefined ? this.pruner.run() : this.pruneDeliveries(now, {});
-      },
-    },
+    /** Internal (operators, tests): a retention pass now, or as of `now`. */
+    prune: pruneAction,
   },
 
   methods: {
@@ -691,7 +684,7 @@ const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, Disp
     this.peersSince = Date.now();
     this.duplicates = 0;
     this.settling = new Set();
-    this.pruner = new Pruner("webhook deliveries", (control) => this.pruneDeliveries(Date.now(), control), this.logger);
+    this.pruner = new Pruner("webhook deliveries", (now, control) => this.pruneDeliveries(now, control), this.logger);
     this.metrics = new Metrics(this.broker, ["deliveries", "attempts", "due", "queued", "oldestPending"]);
   },
 

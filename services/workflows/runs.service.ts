@@ -6,7 +6,7 @@ import { traceOf } from "../../shared/trace";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
 import { idFloorAt } from "../../shared/ids";
 import { instantOf, newestFirst, type ListResult } from "../../shared/pagination";
-import { DAY_MS, FINISHED_RUN_STATUSES, prune, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
+import { DAY_MS, FINISHED_RUN_STATUSES, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
 import type { PlatformSettings } from "../../shared/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
@@ -192,15 +192,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
     /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
     rejectRun: decision(reject, true),
 
-    /** Internal (operators, tests): one retention pass now, as of `now`; answers how many runs went. */
-    prune: {
-      visibility: "public",
-      params: { $$strict: true, now: { type: "number", integer: true, optional: true } },
-      handler(ctx: Context<{ now?: number }>): Promise<number> {
-        const now = ctx.params.now;
-        return now === undefined ? this.pruner.run() : this.pruneRuns(now, {});
-      },
-    },
+    /** Internal (operators, tests): a retention pass now, or as of `now`. */
+    prune: pruneAction,
   },
 
   events: {
@@ -363,7 +356,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         this.metrics.increment("runsFinished", { status: String(data.status) });
       },
     });
-    this.pruner = new Pruner("finished runs", (control) => this.pruneRuns(Date.now(), control), this.logger);
+    this.pruner = new Pruner("finished runs", (now, control) => this.pruneRuns(now, control), this.logger);
   },
 
   started() {
