@@ -147,43 +147,29 @@ function remember(route: RouteDef, path: string, res: ApiResponse): void {
   }
 }
 
-/** Runs of a one-approval workflow, once each waits for its approval. */
-async function waitingRuns(n: number): Promise<string[][]> {
+/** `n` runs of a new workflow of these steps, once each has reached `status`: [workflow id, run id] each. */
+async function runsIn(n: number, status: "waiting" | "failed", name: string, steps: unknown[]): Promise<string[][]> {
   const key = suite.acme.live;
-  const wf = await api(suite.p.baseUrl, "POST", "/workflows", {
-    key,
-    body: { name: "approve", trigger: { type: "manual" }, steps: [{ type: "approval" }] },
-  });
+  const wf = await api(suite.p.baseUrl, "POST", "/workflows", { key, body: { name, trigger: { type: "manual" }, steps } });
   const runs: string[][] = [];
   for (let i = 0; i < n; i++) {
     const run = await api(suite.p.baseUrl, "POST", `/workflows/${wf.body.data.id}/runs`, { key, body: {} });
     runs.push([wf.body.data.id, run.body.data.id]);
   }
-  await waitFor("the runs to wait for their approval", async () => {
-    const list = await api(suite.p.baseUrl, "GET", `/workflows/${wf.body.data.id}/runs?status=waiting`, { key });
+  await waitFor(`the runs to be ${status}`, async () => {
+    const list = await api(suite.p.baseUrl, "GET", `/workflows/${wf.body.data.id}/runs?status=${status}`, { key });
     return list.body.data.length === n;
   });
   return runs;
 }
 
+/** Runs of a one-approval workflow, once each waits for its approval. */
+const waitingRuns = (n: number) => runsIn(n, "waiting", "approve", [{ type: "approval" }]);
+
 /** Failed runs (an http step its target refuses, no retries), to retry. */
-async function failedRuns(n: number): Promise<string[][]> {
-  const key = suite.acme.live;
+function failedRuns(n: number): Promise<string[][]> {
   receiver.behave("/refuse", () => ({ status: 500 }));
-  const wf = await api(suite.p.baseUrl, "POST", "/workflows", {
-    key,
-    body: { name: "fails", trigger: { type: "manual" }, steps: [{ type: "http", url: receiver.url("/refuse"), retries: 0 }] },
-  });
-  const runs: string[][] = [];
-  for (let i = 0; i < n; i++) {
-    const run = await api(suite.p.baseUrl, "POST", `/workflows/${wf.body.data.id}/runs`, { key, body: {} });
-    runs.push([wf.body.data.id, run.body.data.id]);
-  }
-  await waitFor("the runs to fail", async () => {
-    const list = await api(suite.p.baseUrl, "GET", `/workflows/${wf.body.data.id}/runs?status=failed`, { key });
-    return list.body.data.length === n;
-  });
-  return runs;
+  return runsIn(n, "failed", "fails", [{ type: "http", url: receiver.url("/refuse"), retries: 0 }]);
 }
 
 describe("requests generated from the API reference, against a running server", () => {
