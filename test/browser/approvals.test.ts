@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { Browser, Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { waitFor } from "../../tools/procs";
-import { launchChromium, screenshot } from "../helpers/browser";
+import { launchChromium, rotateSecret, screenshot } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 
 /**
@@ -139,11 +139,7 @@ describe("the workflow's signing secret", () => {
       // Shown once: the workflow's page does not hold it.
       expect(await page.content()).not.toContain(created);
 
-      await page.getByRole("button", { name: "Rotate signing secret" }).click();
-      await page.getByRole("dialog").getByRole("button", { name: "Rotate signing secret" }).click();
-      const renewed = page.getByRole("textbox", { name: "New signing secret" });
-      await renewed.waitFor();
-      const rotated = await renewed.inputValue();
+      const rotated = await rotateSecret(page, "Rotate signing secret");
       expect(rotated).toMatch(/^whsec_/);
       expect(rotated).not.toBe(created);
       await screenshot(page, "24-workflow-secret-rotated");

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { waitFor } from "../../tools/procs";
-import { launchChromium, screenshot } from "../helpers/browser";
+import { launchChromium, rotateSecret, screenshot } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -272,11 +272,7 @@ describe("in the browser", () => {
     await page.getByRole("button", { name: "Enable" }).click();
     await page.getByRole("button", { name: "Disable" }).waitFor();
 
-    await page.getByRole("button", { name: "Rotate secret" }).click();
-    await page.getByRole("dialog").getByRole("button", { name: "Rotate secret" }).click();
-    const secretBox = page.getByRole("textbox", { name: "New signing secret" });
-    await secretBox.waitFor();
-    const fresh = await secretBox.inputValue();
+    const fresh = await rotateSecret(page, "Rotate secret");
     expect(fresh).toMatch(/^whsec_/);
     // The next delivery verifies with the new secret alone.
     rx.setSecret("/dash", fresh);

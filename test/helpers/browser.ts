@@ -34,3 +34,15 @@ export async function newPage(browser: Browser, problems: string[]): Promise<Pag
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   return page;
 }
+
+/**
+ * Rotates a secret through the dashboard's button named `action` and its confirmation; answers the
+ * new secret as the dialog shows it (once), leaving the dialog open.
+ */
+export async function rotateSecret(page: Page, action: string): Promise<string> {
+  await page.getByRole("button", { name: action }).click();
+  await page.getByRole("dialog").getByRole("button", { name: action }).click();
+  const box = page.getByRole("textbox", { name: "New signing secret" });
+  await box.waitFor();
+  return box.inputValue();
+}
