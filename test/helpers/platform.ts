@@ -115,7 +115,9 @@ export async function api<T = any>(baseUrl: string, method: string, path: string
 
 /** The contract's error shape, asserted in one place. */
 export function expectError(res: ApiResponse, status: number, code: string, param?: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  const got = { status: res.status, code: res.body?.error?.code };
+  // On a mismatch the diff shows the answer's message too (which of several 503s it was, say).
+  expect(got.status === status && got.code === code ? got : { ...got, message: res.body?.error?.message }).toEqual({ status, code });
   expect(typeof res.body.error.type).toBe("string");
   expect(typeof res.body.error.message).toBe("string");
   expect(res.body.error.request_id).toMatch(/^req_/);
