@@ -9,7 +9,7 @@ import { outbound, outboundAgent } from "../../shared/outbound";
 import { childTraceparent } from "../../shared/trace";
 import { standardHeaders } from "../../shared/signing";
 import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
-import { cutAnswer, redact } from "./outputs";
+import { cutAnswer, redact, redactAnswer } from "./outputs";
 import {
   attempted,
   claim,
@@ -295,7 +295,10 @@ export class RunEngine {
         const request = run.traceparent
           ? { ...move.request, headers: { ...move.request.headers, traceparent: childTraceparent(run.traceparent) } }
           : move.request;
-        const result = redact(await this.call(run, request), secrets);
+        // Redacted: what the server sent and the error, never the engine's own fields (a secret
+        // whose value is `k` turned the attempt's `ok` into another key and failed the step).
+        const { ok, output, error } = await this.call(run, request);
+        const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);

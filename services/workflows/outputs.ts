@@ -133,3 +133,18 @@ export function redact<T>(value: T, secrets: Record<string, string>): T {
   };
   return walk(value) as T;
 }
+
+/**
+ * An http attempt's output with every secret's value redacted from what the server sent (its
+ * `body`, or a cut answer's `preview`); the fields the engine writes (`status_code`, `truncated`,
+ * `size`) stay as they are, so `{{steps.x.output.status_code}}` reads them whatever a value is.
+ */
+export function redactAnswer(output: unknown, secrets: Record<string, string>): unknown {
+  if (output === null || typeof output !== "object" || Array.isArray(output)) return redact(output, secrets);
+  const fields = output as Record<string, unknown>;
+  return {
+    ...fields,
+    ...("body" in fields && { body: redact(fields.body, secrets) }),
+    ...(typeof fields.preview === "string" && { preview: redact(fields.preview, secrets) }),
+  };
+}

@@ -151,6 +151,18 @@ describe("secrets", () => {
     );
   });
 
+  it("a value that is, or is part of, a field name of the step's own record only redacts the answer: the step still succeeds", async () => {
+    on.target.answer = () => ({ status: 200, json: { ok: true, output: "error" } });
+    const wf = await runs.workflow([{ id: "call", type: "http", url: `${on.target.url}/names`, body: { token: "{{secrets.NAME_LIKE}}" } }]);
+    for (const value of ["k", "ok", "o", "error", "output", "r"]) {
+      expect((await runs.call("POST", "/secrets", { name: "NAME_LIKE", value })).status).toBe(201);
+      const run = await runs.ended(wf.id, await runs.start(wf.id, {}));
+      expect({ value, status: run.status, error: run.steps[0].error }).toEqual({ value, status: "succeeded", error: null });
+      expect(run.steps[0].output.status_code).toBe(200);
+      expect(JSON.stringify(run.steps[0].output.body)).toContain("[redacted:NAME_LIKE]");
+    }
+  });
+
   it("a failed attempt's stored output and error are redacted too", async () => {
     const value = newValue("failing");
     await runs.call("POST", "/secrets", { name: "FAIL_TOKEN", value });

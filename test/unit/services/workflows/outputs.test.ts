@@ -8,6 +8,7 @@ import {
   PREVIEW_MAX_BYTES,
   previewOf,
   redact,
+  redactAnswer,
   RUN_OUTPUTS_MAX_BYTES,
   STEP_OUTPUT_MAX_BYTES,
   TemplateError,
@@ -93,5 +94,20 @@ describe("redact", () => {
     });
     expect(redact("the server answered 500 for abc", secrets)).toBe("the server answered 500 for [redacted:SHORT]");
     expect(redact(output, {})).toBe(output);
+  });
+
+  it("redactAnswer redacts what the server sent, never the fields the engine writes", () => {
+    const secrets = { S: "t" };
+    expect(redactAnswer({ status_code: 200, body: { t: "at" } }, secrets)).toEqual({
+      status_code: 200,
+      body: { "[redacted:S]": "a[redacted:S]" },
+    });
+    expect(redactAnswer({ status_code: 502, truncated: true, size: 9, preview: "txt" }, secrets)).toEqual({
+      status_code: 502,
+      truncated: true,
+      size: 9,
+      preview: "[redacted:S]x[redacted:S]",
+    });
+    expect(redactAnswer(null, secrets)).toBeNull();
   });
 });
