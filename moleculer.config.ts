@@ -1,9 +1,9 @@
 import { Validators, type BrokerOptions } from "moleculer";
 import type { Settings } from "./shared/config";
-import { jsonLines } from "./shared/log-format";
-import { MsgpackrSerializer } from "./shared/serializer";
-import { PromptDiscoverer } from "./shared/discoverer";
-import { BatchingNatsTransporter, natsOptions } from "./shared/transporter";
+import { jsonLines } from "./shared/runtime/log-format";
+import { MsgpackrSerializer } from "./shared/runtime/serializer";
+import { PromptDiscoverer } from "./shared/runtime/discoverer";
+import { BatchingNatsTransporter, natsOptions } from "./shared/runtime/transporter";
 
 /**
  * Moleculer's built-in metrics that describe the machine rather than the platform (the OS user,

@@ -3,14 +3,14 @@ import { brokerOptions } from "../moleculer.config";
 import { SERVICE_SCHEMAS } from "../services";
 import { ROUTES } from "../services/gateway/routes";
 import type { Settings } from "../shared/config";
-import { sharedStore, type PlatformSettings } from "../shared/platform";
+import { sharedStore, type PlatformSettings } from "../shared/runtime/platform";
 import { openStore } from "../shared/storage";
 import type { Store } from "../shared/storage/types";
 import { openApiDocument } from "./openapi";
 
 /**
  * The composition root: a broker running the services `settings.services` names, each configured
- * through its schema settings (shared/platform.ts). Without a transporter every service runs here.
+ * through its schema settings (shared/runtime/platform.ts). Without a transporter every service runs here.
  * A `store` given here is used instead of opening one.
  */
 export function createBroker(settings: Settings, overrides: Partial<BrokerOptions> = {}, store?: Store): ServiceBroker {

@@ -1,11 +1,11 @@
 import type { ServiceSchema } from "moleculer";
 import type { RouteDef } from "../services/gateway/routes";
 import { ERROR_CODES } from "../shared/errors";
-import { MAX_COUNTED } from "../shared/pagination";
-import { QUOTAS } from "../shared/quotas";
-import { idOf, REQUEST_COMPONENTS, REQUEST_ID, REQUEST_RULES, RESOURCES } from "../shared/schemas";
-import { SCOPES } from "../shared/scopes";
-import { API_VERSIONS, LATEST_VERSION } from "../shared/versions";
+import { MAX_COUNTED } from "../shared/api/pagination";
+import { QUOTAS } from "../shared/records/quotas";
+import { idOf, REQUEST_COMPONENTS, REQUEST_ID, REQUEST_RULES, RESOURCES } from "../shared/api/schemas";
+import { SCOPES } from "../shared/api/scopes";
+import { API_VERSIONS, LATEST_VERSION } from "../shared/api/versions";
 import { matchRoute } from "../services/gateway/routes";
 import { AUDIT_FILTERS } from "../services/orgs/orgs.logic";
 
@@ -19,7 +19,7 @@ const EXCLUSIVE_QUERY: Record<string, readonly string[]> = { "orgs.auditLog": AU
  * The API reference (OpenAPI 3.1), made from the gateway's route table and each action's
  * fastest-validator schema, so it cannot drift from what the gateway routes and validates: a route
  * added to the table is in it, with the parameters its action accepts. What `data` holds and the
- * rules the actions check in their logic come from shared/schemas.ts (one definition, which every
+ * rules the actions check in their logic come from shared/api/schemas.ts (one definition, which every
  * API test checks live answers against).
  */
 type Json = Record<string, unknown>;

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
 import { freshDelivery, outcomeOf, settledDelivery } from "../services/webhook-dispatcher/dispatcher.logic";
-import { DELIVERIES, type Attempt } from "../shared/deliveries";
-import { EventConsumer } from "../shared/event-consumer";
-import { eventDoc, EVENTS, type Marker } from "../shared/events";
+import { DELIVERIES, type Attempt } from "../shared/records/deliveries";
+import { EventConsumer } from "../shared/runtime/event-consumer";
+import { eventDoc, EVENTS, type Marker } from "../shared/records/events";
 import { SqliteStore } from "../shared/storage/sqlite";
 import { ALL_TENANTS, openCollection } from "../shared/storage/types";
 

@@ -1,5 +1,5 @@
 /**
- * What listener sessions cost an event's writer (shared/listeners.ts `forwardToListeners`, called
+ * What listener sessions cost an event's writer (shared/records/listeners.ts `forwardToListeners`, called
  * after every stored event), per event, against building the event's document (`eventDoc`, the
  * least work any stored event takes) in the same run:
  *   none      — no gateway announced a listener (the usual case)
@@ -10,8 +10,8 @@
  *   npm run build && node dist/bench/listeners.js        (BENCH_EVENTS=200000)
  */
 import { ServiceBroker } from "moleculer";
-import { eventDoc } from "../shared/events";
-import { forwardToListeners, noteAnnouncement } from "../shared/listeners";
+import { eventDoc } from "../shared/records/events";
+import { forwardToListeners, noteAnnouncement } from "../shared/records/listeners";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 

@@ -1,7 +1,7 @@
 import { monotonicFactory } from "ulid";
 import { settlement } from "../services/webhook-dispatcher/dispatcher.logic";
-import { DELIVERIES, type DeliveryDoc } from "../shared/deliveries";
-import { EVENTS, type EventDoc } from "../shared/events";
+import { DELIVERIES, type DeliveryDoc } from "../shared/records/deliveries";
+import { EVENTS, type EventDoc } from "../shared/records/events";
 import { applyUpdate } from "../shared/storage/update";
 import { SqliteStore } from "../shared/storage/sqlite";
 import { openCollection } from "../shared/storage/types";

@@ -9,7 +9,7 @@
  */
 import { ServiceBroker, type Context } from "moleculer";
 import ApiGateway from "moleculer-web";
-import { MsgpackrSerializer } from "../shared/serializer";
+import { MsgpackrSerializer } from "../shared/runtime/serializer";
 import { API_KEY_BODY } from "./lib";
 
 const [role, natsUrl, port] = process.argv.slice(2);

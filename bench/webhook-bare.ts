@@ -1,5 +1,5 @@
 import { Agent, request } from "undici";
-import { deliveryHeaders } from "../shared/signing";
+import { deliveryHeaders } from "../shared/net/signing";
 
 /**
  * The bare loop the dispatcher is measured against: signs (both signatures, as the dispatcher does)

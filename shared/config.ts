@@ -83,7 +83,7 @@ export interface Settings {
   /** Runs started through the API per minute in one environment of an organization (429 beyond). */
   runStartsPerMinute: number;
   usageRetentionDays: number;
-  /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/retention.ts). */
+  /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/records/retention.ts). */
   eventRetentionDays: number;
   /** Audit log entries older than this many days are pruned (the orgs service owns them). */
   auditRetentionDays: number;

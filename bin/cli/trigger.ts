@@ -1,4 +1,4 @@
-import { isSystemType } from "../../shared/events";
+import { isSystemType } from "../../shared/records/events";
 import type { Api } from "./http";
 
 export type Triggered =

@@ -1,8 +1,8 @@
 /**
  * The dashboard's only way to the platform: the public /v1 API, with the signed-in key. The
- * resources' types are the server's own (shared/wire.ts), never copies.
+ * resources' types are the server's own (shared/api/wire.ts), never copies.
  */
-import { FINISHED_RUN_STATUSES } from "../../shared/wire";
+import { FINISHED_RUN_STATUSES } from "../../shared/api/wire";
 
 export type { Environment } from "../../shared/storage/types";
 export type {
@@ -23,7 +23,7 @@ export type {
   WebhookWithSecret,
   Workflow,
   WorkflowWithSecret,
-} from "../../shared/wire";
+} from "../../shared/api/wire";
 
 /** An error in the API's shape (`{error: {type, code, message, param?, request_id}}`), or a network failure. */
 export class ApiFailure extends Error {

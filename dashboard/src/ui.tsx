@@ -1,7 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { createContext } from "preact";
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
-import { grants, type ScopeName } from "../../shared/scopes";
+import { grants, type ScopeName } from "../../shared/api/scopes";
 import { ApiFailure, call, pathWith, type Me, type PageMeta, type Query } from "./api";
 
 /** What every page needs: the key of the chosen environment and what it is allowed to do. */

@@ -1,7 +1,7 @@
 import { invalidParam } from "../../shared/errors";
-import { RUN_COUNTS, WEBHOOK_COUNTS, type OutcomePeriod, type RunCount, type WebhookCount } from "../../shared/outcomes";
-import { addHistograms, emptyHistogram, quantileOf } from "../../shared/usage";
-import type { Outcomes, UsageBucket } from "../../shared/wire";
+import { RUN_COUNTS, WEBHOOK_COUNTS, type OutcomePeriod, type RunCount, type WebhookCount } from "../../shared/records/outcomes";
+import { addHistograms, emptyHistogram, quantileOf } from "../../shared/records/usage";
+import type { Outcomes, UsageBucket } from "../../shared/api/wire";
 import type { StoredRow } from "./tiers";
 
 /** The longest window one question may cover, and what each granularity covers when `from` is left out. */
@@ -125,7 +125,7 @@ function sums<K extends string>(fields: readonly K[], rows: readonly Partial<Rec
  */
 export function deliveryOutcomes(rows: readonly Partial<Record<WebhookCount, number>>[]): Outcomes {
   const c = sums(WEBHOOK_COUNTS, rows);
-  // Never below zero, even when a crash lost a `created` count but not its settlement (see shared/outcomes.ts).
+  // Never below zero, even when a crash lost a `created` count but not its settlement (see shared/records/outcomes.ts).
   const pending = Math.max(0, c.created - c.succeeded - c.failed);
   const attempts = c.attempts_succeeded + c.attempts_failed;
   return {

@@ -1,12 +1,12 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { tenantOf, type CallMeta } from "../../shared/context";
+import { tenantOf, type CallMeta } from "../../shared/api/context";
 import { isDuplicate } from "../../shared/errors";
-import { hourRowsFrom, RUN_OUTCOMES, WEBHOOK_OUTCOMES, type OutcomeRow } from "../../shared/outcomes";
-import type { PlatformSettings } from "../../shared/platform";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { hourRowsFrom, RUN_OUTCOMES, WEBHOOK_OUTCOMES, type OutcomeRow } from "../../shared/records/outcomes";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type ReadView, type Tenant } from "../../shared/storage/types";
-import type { UsageBatch } from "../../shared/usage";
-import type { OutcomeReport, UsageReport } from "../../shared/wire";
+import type { UsageBatch } from "../../shared/records/usage";
+import type { OutcomeReport, UsageReport } from "../../shared/api/wire";
 import { deliveryOutcomes, groupBy, outcomeWindow, runOutcomes, usageBuckets, windowOf } from "./analytics.logic";
 import { ingestParams, maintainParams, usageParams, windowParams, type UsageParams, type WindowParams } from "./analytics.params";
 import { Tiers, tierSizes, type StoredRow, type TierState } from "./tiers";
@@ -49,9 +49,9 @@ interface AnalyticsMethods {
 type Ctx<P> = Context<P, CallMeta>;
 
 /**
- * Usage analytics: the gateways' metered requests (see shared/usage.ts), and run and delivery
+ * Usage analytics: the gateways' metered requests (see shared/records/usage.ts), and run and delivery
  * outcomes from the counters the workflows service and the webhook dispatcher keep as they happen
- * (see shared/outcomes.ts). Any number of analytics nodes may run: ingesting is idempotent per
+ * (see shared/records/outcomes.ts). Any number of analytics nodes may run: ingesting is idempotent per
  * batch row, and questions read only the store, a bounded number of rows each.
  */
 const AnalyticsService: ServiceSchema<PlatformSettings, AnalyticsMethods, AnalyticsVars> = {

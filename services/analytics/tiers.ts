@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { isDuplicate } from "../../shared/errors";
 import { ALL_TENANTS, type Collection, type Doc, type Scope } from "../../shared/storage/types";
-import { addHistograms, type UsageRow } from "../../shared/usage";
+import { addHistograms, type UsageRow } from "../../shared/records/usage";
 
 /**
  * Usage is kept in three tiers: minute rows (as the gateways send them), hour rows and day rows.

@@ -1,6 +1,6 @@
 import type { Context, ServiceBroker, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { ApiError } from "../../shared/errors";
-import { API_KEY_PATTERN, digestOf, IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
+import { API_KEY_PATTERN, digestOf, IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/api/identity";
 
 /** A gateway that cannot confirm within this time is unreachable; its short cache TTL bounds the risk. */
 const INVALIDATE_TIMEOUT_MS = 2000;

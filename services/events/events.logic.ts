@@ -1,5 +1,5 @@
 import { ApiError, invalidParam } from "../../shared/errors";
-import { EVENT_TYPE_PATTERN, isReservedType, RESERVED_PREFIXES, RESERVED_TYPES } from "../../shared/events";
+import { EVENT_TYPE_PATTERN, isReservedType, RESERVED_PREFIXES, RESERVED_TYPES } from "../../shared/records/events";
 import { EVENT_DATA_MAX_BYTES } from "./events.params";
 
 /** A client-emitted event's type and data, checked; throws the error a client should see. */

@@ -1,5 +1,5 @@
-import { EVENT_TYPE_MAX, MARKERS, UNMARK_MAX } from "../../shared/events";
-import { pageParams, type PageParams } from "../../shared/pagination";
+import { EVENT_TYPE_MAX, MARKERS, UNMARK_MAX } from "../../shared/records/events";
+import { pageParams, type PageParams } from "../../shared/api/pagination";
 
 /** The largest `data` an event may carry, as JSON. Receivers get it in one POST; keep it modest. */
 export const EVENT_DATA_MAX_BYTES = 64 * 1024;
@@ -62,4 +62,4 @@ export const unmarkParams = {
   ids: { type: "array", min: 1, max: UNMARK_MAX, items: { type: "string", min: 1 } },
 } as const;
 
-export { idParams, type IdParams } from "../../shared/pagination";
+export { idParams, type IdParams } from "../../shared/api/pagination";

@@ -1,7 +1,7 @@
-import { traceOf } from "../../shared/trace";
+import { traceOf } from "../../shared/runtime/trace";
 import type { Context, ServiceSchema } from "moleculer";
-import { callerOf, tenantOf, type CallMeta } from "../../shared/context";
-import { DELIVERIES } from "../../shared/deliveries";
+import { callerOf, tenantOf, type CallMeta } from "../../shared/api/context";
+import { DELIVERIES } from "../../shared/records/deliveries";
 import { isDuplicate, notFound } from "../../shared/errors";
 import {
   EVENT_STORED,
@@ -14,9 +14,18 @@ import {
   type Marker,
   type NewEvent,
   type PublishedEvent,
-} from "../../shared/events";
+} from "../../shared/records/events";
 import { nowIso } from "../../shared/ids";
-import { cappedTotal, checkDepth, cursorOf, MAX_COUNTED, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
+import {
+  cappedTotal,
+  checkDepth,
+  cursorOf,
+  MAX_COUNTED,
+  newestFirst,
+  pageByKey,
+  skipOf,
+  type ListResult,
+} from "../../shared/api/pagination";
 import {
   FINISHED_RUN_STATUSES,
   firstIdAt,
@@ -28,12 +37,12 @@ import {
   RUNS_COLLECTION,
   type PruneControl,
   type RunRef,
-} from "../../shared/retention";
-import { forwardToListeners, ListenerAnnouncementsMixin } from "../../shared/listeners";
-import type { PlatformSettings } from "../../shared/platform";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+} from "../../shared/records/retention";
+import { forwardToListeners, ListenerAnnouncementsMixin } from "../../shared/records/listeners";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { ALL_TENANTS, collectionSpec, type Doc, type Filter } from "../../shared/storage/types";
-import type { EventType } from "../../shared/wire";
+import type { EventType } from "../../shared/api/wire";
 import { checkEmittable } from "./events.logic";
 import {
   emitParams,
@@ -84,7 +93,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /** The event log: emitted by clients (`source: api`) or recorded by services, always stored first. */
 const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> = {
   name: "events",
-  // The event log's one writer also hands events to the gateways holding listener streams (shared/listeners.ts).
+  // The event log's one writer also hands events to the gateways holding listener streams (shared/records/listeners.ts).
   mixins: [StoreMixin(STORE), ListenerAnnouncementsMixin],
 
   actions: {

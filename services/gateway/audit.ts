@@ -1,4 +1,4 @@
-import type { AuditRecord } from "../../shared/audit";
+import type { AuditRecord } from "../../shared/records/audit";
 import type { AuditSpec } from "./routes";
 
 /** Entries one write carries at most; more wait for the next. */

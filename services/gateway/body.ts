@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { ApiError } from "../../shared/errors";
-import { formatPath, MAX_JSON_DEPTH, parseJsonWithinLimits } from "../../shared/json-limits";
+import { formatPath, MAX_JSON_DEPTH, parseJsonWithinLimits } from "../../shared/api/json-limits";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -16,7 +16,7 @@ const tooLarge = () => new ApiError("payload_too_large", `The request body is ov
  * bodies over 1 MiB (413, without reading them whole), anything but a JSON object (400
  * `invalid_json`), and, naming the field (400 `parameter_invalid`), objects and arrays nested more
  * than MAX_JSON_DEPTH levels deep (the body is level 1) and strings or keys that are not
- * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). See shared/json-limits.ts.
+ * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). See shared/api/json-limits.ts.
  * A body not all received within `timeoutMs` answers 408 `request_timeout` (the caller closes the
  * connection): a slow sender holds a socket for that long at most.
  */

@@ -1,6 +1,6 @@
 import type { ServiceBroker } from "moleculer";
 import { ApiError } from "../../shared/errors";
-import type { BusLink } from "../../shared/transporter";
+import type { BusLink } from "../../shared/runtime/transporter";
 
 /**
  * How long a gateway may go without hearing from nats-server (no packet, no answer to its pings,

@@ -3,29 +3,29 @@ import type { Socket } from "node:net";
 import { parse as parseQuery } from "node:querystring";
 import type { Context, ServiceBroker, ServiceSchema } from "moleculer";
 import ApiGateway from "moleculer-web";
-import type { CallMeta, Caller } from "../../shared/context";
+import type { CallMeta, Caller } from "../../shared/api/context";
 import { ApiError, ERROR_CODES, isErrorCode } from "../../shared/errors";
-import { FailureLog } from "../../shared/failure-log";
+import { FailureLog } from "../../shared/runtime/failure-log";
 import { newId, timeOfId } from "../../shared/ids";
-import type { AuditRecord } from "../../shared/audit";
-import { Metrics } from "../../shared/metrics";
-import { REQUEST_ID_PATTERN, validTraceparent } from "../../shared/trace";
-import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/identity";
+import type { AuditRecord } from "../../shared/records/audit";
+import { Metrics } from "../../shared/runtime/metrics";
+import { REQUEST_ID_PATTERN, validTraceparent } from "../../shared/runtime/trace";
+import { IDENTITY_TTL_MS, type Identity, type Invalidation } from "../../shared/api/identity";
 import { SERVICE_NAMES } from "../../shared/config";
-import type { PlatformSettings } from "../../shared/platform";
-import { checkPageNumbers } from "../../shared/pagination";
-import { grants } from "../../shared/scopes";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { checkPageNumbers } from "../../shared/api/pagination";
+import { grants } from "../../shared/api/scopes";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec } from "../../shared/storage/types";
 import { Meter } from "./meter";
-import { LATEST_VERSION, resolveVersion } from "../../shared/versions";
+import { LATEST_VERSION, resolveVersion } from "../../shared/api/versions";
 import { hasBody, readJsonBody } from "./body";
 import { BusGuard, busLinkOf } from "./bus-guard";
 import { dashboardServer, defaultDashboardDir, isDashboardPath } from "./dashboard";
 import { toHttpError } from "./http-errors";
 import { Idempotency, fingerprintOf, type IdempotencyDoc } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
-import { ListenMixin, type ListenMethods, type ListenVars } from "./listen";
+import { ListenMixin, type ListenMethods, type ListenVars } from "./listen.mixin";
 import { RateLimiter, type RateDecision } from "./rate-limiter";
 import { locationOf, matchRoute, type AuditSpec, type RouteDef } from "./routes";
 import { AuditWriter, auditedResource } from "./audit";
@@ -36,7 +36,7 @@ const METER_FLUSH_MS = 1_000;
 const METER_MAX_BATCHES = 600;
 const READY_STORE_TIMEOUT_MS = 1_000;
 const SWEEP_INTERVAL_MS = 60_000;
-/** Far longer than any key (API_KEY_PATTERN, shared/identity.ts): refused without asking the auth service. */
+/** Far longer than any key (API_KEY_PATTERN, shared/api/identity.ts): refused without asking the auth service. */
 const MAX_TOKEN_LENGTH = 200;
 
 /** What the gateway learns about one request along the way. */
@@ -96,7 +96,7 @@ interface GatewayVars extends StoreVars<typeof STORE>, ListenVars {
   dashboard: ReturnType<typeof dashboardServer>;
   /** Failed store probes of /ready, logged once per kind of failure. */
   storeProbe: FailureLog;
-  /** HTTP requests by route template, method and status, and their latency (shared/metrics.ts). */
+  /** HTTP requests by route template, method and status, and their latency (shared/runtime/metrics.ts). */
   metrics: Metrics;
   /** The audit log's entries on their way to the orgs service, by group commit (audit.ts). */
   auditLog: AuditWriter;

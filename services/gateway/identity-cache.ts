@@ -1,4 +1,4 @@
-import type { Identity, Invalidation } from "../../shared/identity";
+import type { Identity, Invalidation } from "../../shared/api/identity";
 
 /**
  * A gateway's cache of resolved tokens. Revocation reaches it through `invalidate` before the

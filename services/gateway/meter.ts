@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { bucketOf, emptyHistogram, type UsageBatch, type UsageRow } from "../../shared/usage";
+import { bucketOf, emptyHistogram, type UsageBatch, type UsageRow } from "../../shared/records/usage";
 
 /** One answered request, as the gateway meters it. */
 export type Request = Pick<UsageRow, "org_id" | "environment" | "key_id" | "method" | "route" | "status"> & {

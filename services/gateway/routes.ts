@@ -1,4 +1,4 @@
-import type { ScopeName } from "../../shared/scopes";
+import type { ScopeName } from "../../shared/api/scopes";
 
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -16,9 +16,9 @@ export interface RouteDef {
   list?: true;
   /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
   secret?: "key" | "secret" | "signing_secret";
-  /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.ts). */
+  /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.mixin.ts). */
   stream?: true;
-  /** What `data` holds (one, or a list's items): a schema of shared/schemas.ts RESOURCES, for the API reference. */
+  /** What `data` holds (one, or a list's items): a schema of shared/api/schemas.ts RESOURCES, for the API reference. */
   resource?: string;
   /**
    * Every mutation (a route that is not a GET) says how its success is recorded in the audit log

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { ApiError, notOneOf } from "../../shared/errors";
-import { API_KEY_SECRET_LENGTH, apiKeyPrefix, digestOf } from "../../shared/identity";
-import { ADMIN_SCOPE, grants, isScopeName, SCOPE_NAMES, type ScopeName } from "../../shared/scopes";
+import { API_KEY_SECRET_LENGTH, apiKeyPrefix, digestOf } from "../../shared/api/identity";
+import { ADMIN_SCOPE, grants, isScopeName, SCOPE_NAMES, type ScopeName } from "../../shared/api/scopes";
 import type { Environment } from "../../shared/storage/types";
-import type { ApiKey, KeyStatus } from "../../shared/wire";
+import type { ApiKey, KeyStatus } from "../../shared/api/wire";
 
-export type { KeyStatus } from "../../shared/wire";
+export type { KeyStatus } from "../../shared/api/wire";
 
 /** A key as stored: the secret itself is never kept, only its SHA-256 digest. */
 export interface KeyDoc extends Omit<ApiKey, "object" | "status" | "revoked_by"> {

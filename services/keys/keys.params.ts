@@ -1,5 +1,5 @@
-import { pageParams, type PageParams } from "../../shared/pagination";
-import { SCOPE_NAMES } from "../../shared/scopes";
+import { pageParams, type PageParams } from "../../shared/api/pagination";
+import { SCOPE_NAMES } from "../../shared/api/scopes";
 import type { Environment } from "../../shared/storage/types";
 
 const environment = { type: "enum", values: ["live", "test"], optional: true } as const;
@@ -49,4 +49,4 @@ export interface TouchParams {
   uses: { key_id: string; org_id: string; at: string }[];
 }
 
-export { idParams, type IdParams } from "../../shared/pagination";
+export { idParams, type IdParams } from "../../shared/api/pagination";

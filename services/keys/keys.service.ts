@@ -1,12 +1,12 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { actorOf, callerOf, tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, callerOf, tenantOf, type CallMeta } from "../../shared/api/context";
 import { notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
-import { newestFirst, type ListResult } from "../../shared/pagination";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { newestFirst, type ListResult } from "../../shared/api/pagination";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { ALL_TENANTS, collectionSpec } from "../../shared/storage/types";
-import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import type { Actor, NewApiKey } from "../../shared/wire";
+import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
+import type { Actor, NewApiKey } from "../../shared/api/wire";
 import { checkExpiry, checkGrantable, checkRevocable, generateKey, viewOf, type KeyDoc, type KeyView } from "./keys.logic";
 import {
   createParams,

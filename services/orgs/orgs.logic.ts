@@ -1,6 +1,6 @@
 import { ApiError, invalidParam, notFound } from "../../shared/errors";
-import type { AuditRecord } from "../../shared/audit";
-import type { Actor, AuditEntry } from "../../shared/wire";
+import type { AuditRecord } from "../../shared/records/audit";
+import type { Actor, AuditEntry } from "../../shared/api/wire";
 import type { Role } from "./orgs.params";
 
 export interface OrgDoc {

@@ -1,5 +1,5 @@
-import { pageParams, type PageParams } from "../../shared/pagination";
-import { API_VERSIONS } from "../../shared/versions";
+import { pageParams, type PageParams } from "../../shared/api/pagination";
+import { API_VERSIONS } from "../../shared/api/versions";
 
 export const ROLES = ["owner", "admin", "developer", "viewer"] as const;
 export type Role = (typeof ROLES)[number];

@@ -1,15 +1,15 @@
 import type { Context, ServiceSchema } from "moleculer";
-import type { AuditRecord } from "../../shared/audit";
-import { actorOf, callerOf, type CallMeta } from "../../shared/context";
+import type { AuditRecord } from "../../shared/records/audit";
+import { actorOf, callerOf, type CallMeta } from "../../shared/api/context";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { idFloorAt, newId, nowIso } from "../../shared/ids";
-import { cursorOf, instantOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/pagination";
-import type { PlatformSettings } from "../../shared/platform";
-import { firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { cursorOf, instantOf, newestFirst, pageByKey, skipOf, type ListResult } from "../../shared/api/pagination";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/records/retention";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { ALL_TENANTS, collectionSpec, type Filter } from "../../shared/storage/types";
-import { LATEST_VERSION } from "../../shared/versions";
-import type { ApiKey, AuditEntry, EnvironmentInfo, Me } from "../../shared/wire";
+import { LATEST_VERSION } from "../../shared/api/versions";
+import type { ApiKey, AuditEntry, EnvironmentInfo, Me } from "../../shared/api/wire";
 import {
   auditView,
   checkOneAuditFilter,

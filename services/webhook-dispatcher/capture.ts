@@ -1,4 +1,4 @@
-import { ATTEMPT_RESPONSE_LIMITS, type AttemptRequest, type AttemptResponse } from "../../shared/wire";
+import { ATTEMPT_RESPONSE_LIMITS, type AttemptRequest, type AttemptResponse } from "../../shared/api/wire";
 
 /**
  * What an attempt keeps of the request it sent and the answer it got, for the delivery log: every

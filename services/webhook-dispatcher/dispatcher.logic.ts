@@ -1,8 +1,8 @@
-import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/deliveries";
+import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/records/deliveries";
 import { createHash } from "node:crypto";
 import { isId } from "../../shared/ids";
 import type { Update } from "../../shared/storage/types";
-import { traceOf, type Trace } from "../../shared/trace";
+import { traceOf, type Trace } from "../../shared/runtime/trace";
 
 /** What an attempt's outcome does to its delivery: settle it, or schedule the next attempt. */
 export interface Outcome {

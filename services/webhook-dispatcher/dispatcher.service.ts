@@ -1,24 +1,24 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema } from "moleculer";
-import { DELIVERIES, RECOVERIES, type Attempt, type DeliveryDoc } from "../../shared/deliveries";
+import { DELIVERIES, RECOVERIES, type Attempt, type DeliveryDoc } from "../../shared/records/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
-import { EventConsumer } from "../../shared/event-consumer";
-import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type EventPayload } from "../../shared/events";
-import { FailureLog } from "../../shared/failure-log";
-import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/metrics";
-import { attemptRowsOf, Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/outcomes";
-import { childTraceparent } from "../../shared/trace";
-import { DAY_MS, firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/retention";
-import type { PlatformSettings } from "../../shared/platform";
-import { deliveryHeaders } from "../../shared/signing";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { EventConsumer } from "../../shared/runtime/event-consumer";
+import { EVENT_STORED, EVENTS, payloadOf, unmarkThrough, type EventDoc, type EventPayload } from "../../shared/records/events";
+import { FailureLog } from "../../shared/runtime/failure-log";
+import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/runtime/metrics";
+import { attemptRowsOf, Tally, WEBHOOK_OUTCOMES, webhookRowsOf, type WebhookOutcomeRow } from "../../shared/records/outcomes";
+import { childTraceparent } from "../../shared/runtime/trace";
+import { DAY_MS, firstIdAt, prune, pruneAction, Pruner, retentionCutoff, type PruneControl } from "../../shared/records/retention";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { deliveryHeaders } from "../../shared/net/signing";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import { claimedDelivery, freshDelivery, outcomeOf, ownerOf, settledDelivery, settlement, subscribes } from "./dispatcher.logic";
 import { DETAILED_ATTEMPTS_MAX, requestOf } from "./capture";
-import { DeliveryActionsMixin } from "./delivery-actions";
+import { DeliveryActionsMixin } from "./delivery-actions.mixin";
 import { forgetParams, redeliverParams, type ForgetParams, type RedeliverParams } from "./dispatcher.params";
 import { Lanes } from "./lanes";
-import { ListenerAttemptsMixin } from "./listener-attempts";
+import { ListenerAttemptsMixin } from "./listener-attempts.mixin";
 import { Sender } from "./sender";
 import { SharedThrottle, THROTTLES } from "./throttle";
 
@@ -102,7 +102,7 @@ interface DispatcherVars extends StoreVars<typeof STORE> {
   pollFailures: number;
   pollAfter: number;
   pruner: Pruner;
-  /** Delivery outcomes counted per webhook, hour and day (see shared/outcomes.ts). */
+  /** Delivery outcomes counted per webhook, hour and day (see shared/records/outcomes.ts). */
   tally: Tally<WebhookOutcomeRow>;
   /** Fan-outs with deliveries not stored yet. */
   fanOuts: Set<FanOut>;
@@ -148,7 +148,7 @@ interface DispatcherMethods {
 /**
  * Sends webhook deliveries. For each stored event it creates one delivery per subscribed, enabled
  * webhook of the event's environment and POSTs it, signed; the schedule and every attempt live in
- * the store (see shared/deliveries.ts), so any number of dispatcher nodes share the work and a node
+ * the store (see shared/records/deliveries.ts), so any number of dispatcher nodes share the work and a node
  * killed mid-way loses nothing.
  */
 const DispatcherService: ServiceSchema<PlatformSettings, DispatcherMethods, DispatcherVars> = {

@@ -1,6 +1,6 @@
 import type { Agent } from "undici";
-import { outbound, outboundAgent } from "../../shared/outbound";
-import { ATTEMPT_RESPONSE_LIMITS, type AttemptResponse } from "../../shared/wire";
+import { outbound, outboundAgent } from "../../shared/net/outbound";
+import { ATTEMPT_RESPONSE_LIMITS, type AttemptResponse } from "../../shared/api/wire";
 import { responseOf } from "./capture";
 
 export interface SendResult {
@@ -30,7 +30,7 @@ interface Pool {
  * that hangs uses up its own connections only, whoever else shares its host. The lanes run at most
  * as many attempts of one webhook as it has connections, so an attempt never queues for a
  * connection; should one, the time-out still counts from the moment the request is sent (see
- * `waitMs` in shared/outbound.ts), and connecting is bounded by the same time-out on its own.
+ * `waitMs` in shared/net/outbound.ts), and connecting is bounded by the same time-out on its own.
  *
  * Bounds on one node: at most `maxPools` pools are open (the least recently used idle one is closed
  * to make room), a pool unused for POOL_IDLE_MS is closed, a connection idle for KEEP_ALIVE_MS too;

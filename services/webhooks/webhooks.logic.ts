@@ -1,16 +1,16 @@
 import { invalidParam } from "../../shared/errors";
-import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
-import { QUOTAS } from "../../shared/quotas";
+import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
+import { QUOTAS } from "../../shared/records/quotas";
 import type { Environment } from "../../shared/storage/types";
-import type { Webhook } from "../../shared/wire";
+import type { Webhook } from "../../shared/api/wire";
 
 /** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
 export const DISABLE_AFTER_FAILURES = 10;
 /** Secrets that sign one delivery at most: the current one and the last rotated out. */
 export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
-export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/signing";
+export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
 
-/** A webhook as stored: what the API shows (shared/wire.ts) and its signing secrets. */
+/** A webhook as stored: what the API shows (shared/api/wire.ts) and its signing secrets. */
 export interface WebhookDoc extends Omit<Webhook, "object" | "rate_limit"> {
   org_id: string;
   /** Absent on webhooks stored before it existed: read as null. */

@@ -1,5 +1,5 @@
-import { DELIVERY_STATUSES, type DeliveryStatus } from "../../shared/deliveries";
-import { idParam, pageParams, type PageParams } from "../../shared/pagination";
+import { DELIVERY_STATUSES, type DeliveryStatus } from "../../shared/records/deliveries";
+import { idParam, pageParams, type PageParams } from "../../shared/api/pagination";
 
 const id = idParam;
 // The URL's rules (https, no private targets) are checked in the logic, to say which one failed.
@@ -49,7 +49,7 @@ export interface UpdateParams {
 /** ISO 8601 times; their shape is checked by `timeOf` (to name the parameter and the format). */
 const time = { type: "string", min: 1, max: 40, optional: true } as const;
 
-/** The delivery log's filters; each reads along an index of the delivery log (shared/deliveries.ts). */
+/** The delivery log's filters; each reads along an index of the delivery log (shared/records/deliveries.ts). */
 export const deliveriesParams = {
   $$strict: true,
   id,
@@ -113,4 +113,4 @@ export interface OutcomeParams {
   ok: boolean;
 }
 
-export { idParams, type IdParams } from "../../shared/pagination";
+export { idParams, type IdParams } from "../../shared/api/pagination";

@@ -1,5 +1,5 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
 import {
   DELIVERIES,
   deliverySummary,
@@ -8,19 +8,19 @@ import {
   recoveryView,
   type DeliveryDoc,
   type DeliveryView,
-} from "../../shared/deliveries";
-import { EVENTS, payloadOf } from "../../shared/events";
-import { firstIdAt } from "../../shared/retention";
+} from "../../shared/records/deliveries";
+import { EVENTS, payloadOf } from "../../shared/records/events";
+import { firstIdAt } from "../../shared/records/retention";
 import { ApiError, invalidParam, notFound } from "../../shared/errors";
-import { checkCountQuota, QUOTAS } from "../../shared/quotas";
+import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
 import { newId, nowIso } from "../../shared/ids";
-import { checkTargetUrl } from "../../shared/net-guard";
-import { healthOf, last24hFrom, WEBHOOK_OUTCOMES } from "../../shared/outcomes";
-import { newestFirst, skipOf, type ListResult } from "../../shared/pagination";
-import type { PlatformSettings } from "../../shared/platform";
-import { declareStore, StoreMixin, type StoreVars } from "../../shared/store-mixin";
+import { checkTargetUrl } from "../../shared/net/net-guard";
+import { healthOf, last24hFrom, WEBHOOK_OUTCOMES } from "../../shared/records/outcomes";
+import { newestFirst, skipOf, type ListResult } from "../../shared/api/pagination";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { declareStore, StoreMixin, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Filter, type Tenant } from "../../shared/storage/types";
-import type { DeliveryDetail, Recovery, WebhookWithSecret } from "../../shared/wire";
+import type { DeliveryDetail, Recovery, WebhookWithSecret } from "../../shared/api/wire";
 import {
   checkSubscription,
   DISABLE_AFTER_FAILURES,
@@ -89,7 +89,7 @@ interface WebhooksMethods {
   /** The webhook, refused (409) when disabled: what sends to it must wait until it is enabled. */
   enabledWebhook(tenant: Tenant, id: string, doing: string): Promise<WebhookDoc>;
   checkUrl(url: string, tenant: Required<Tenant>): Promise<string>;
-  /** The views with their health (shared/wire.ts WebhookHealth): two bounded reads of the dispatcher's counters. */
+  /** The views with their health (shared/api/wire.ts WebhookHealth): two bounded reads of the dispatcher's counters. */
   withHealth(tenant: Required<Tenant>, views: WebhookView[]): Promise<WebhookView[]>;
 }
 type Ctx<P> = Context<P, CallMeta>;

@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
 import type { Agent } from "undici";
-import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/events";
-import { FailureLog } from "../../shared/failure-log";
-import { describeJsonFault, parseJsonWithinLimits } from "../../shared/json-limits";
-import { checkTargetUrl } from "../../shared/net-guard";
-import { outbound, outboundAgent } from "../../shared/outbound";
-import { childTraceparent } from "../../shared/trace";
-import { standardHeaders } from "../../shared/signing";
+import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/records/events";
+import { FailureLog } from "../../shared/runtime/failure-log";
+import { describeJsonFault, parseJsonWithinLimits } from "../../shared/api/json-limits";
+import { checkTargetUrl } from "../../shared/net/net-guard";
+import { outbound, outboundAgent } from "../../shared/net/outbound";
+import { childTraceparent } from "../../shared/runtime/trace";
+import { standardHeaders } from "../../shared/net/signing";
 import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
 import { cutAnswer, redact, redactAnswer } from "./outputs";
 import {
@@ -339,7 +339,7 @@ export class RunEngine {
     // Longer than what is read of it: not kept, the output says so (outputs.ts).
     const cut = res.bytes > ANSWER_LIMIT;
     if (!cut && res.contentType.includes("json")) {
-      // Held to the limits of a request body (shared/json-limits.ts): an answer nested too deep or
+      // Held to the limits of a request body (shared/api/json-limits.ts): an answer nested too deep or
       // holding lone surrogates (which no UTF-8 store holds as they are) is not stored, and fails
       // the attempt like a bad status, under the step's retries. Not JSON after all: kept as text.
       const checked = parseJsonWithinLimits(res.text);

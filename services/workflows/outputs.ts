@@ -1,4 +1,4 @@
-import type { RunStep } from "./runs.logic";
+import type { RunStep } from "../../shared/api/wire";
 
 /**
  * Bounds on what a run stores of its steps' outputs, so one run cannot grow without limit (an

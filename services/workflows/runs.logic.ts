@@ -1,9 +1,10 @@
 import { ApiError } from "../../shared/errors";
 import { newId } from "../../shared/ids";
-import { describeJsonFault, findJsonFault } from "../../shared/json-limits";
+import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
 import { attemptCountOf, render, scopeOf } from "./templates";
+import type { OutboxEvent, RunDoc } from "./run-doc";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
   FINISHED_RUN_STATUSES,
@@ -14,7 +15,7 @@ import {
   type RunStep,
   type RunTrigger,
   type StepStatus,
-} from "../../shared/wire";
+} from "../../shared/api/wire";
 
 /**
  * Runs (contract section 6) as a state machine over a stored document. This file owns every
@@ -26,41 +27,10 @@ import {
  * read (`rev`). Events the run must publish go into its `outbox` in the same write, each with its
  * id chosen then, so publishing them again after a crash stores nothing twice.
  */
-export { RUN_STATUSES, type RunStatus, type RunStep, type RunTrigger, type StepStatus } from "../../shared/wire";
+export { RUN_STATUSES, type RunStatus, type RunStep, type RunTrigger, type StepStatus } from "../../shared/api/wire";
 export const TERMINAL: ReadonlySet<RunStatus> = new Set(FINISHED_RUN_STATUSES);
 
-export interface OutboxEvent {
-  id: string;
-  type: string;
-  data: Record<string, unknown>;
-}
-
-/** A run as stored: what the API shows (shared/wire.ts) and the fields that run it. */
-export interface RunDoc extends Omit<Run, "object"> {
-  org_id: string;
-  /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
-  definition: Step[];
-  /** Internal: index of the current step. */
-  cursor: number;
-  /** Internal: bumped by every write; the API's compare-and-set. */
-  rev: number;
-  /** Internal: ms since the epoch when the engine has work on this run; absent while it waits for a person or has ended. */
-  due_at?: number;
-  /** Internal: the engine node's claim. */
-  lease?: string;
-  /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
-  stalls?: number;
-  outbox: OutboxEvent[];
-  /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
-  trigger_key?: string;
-  /** Internal: event-started runs in the chain that led to this one (its events carry it on). */
-  chain_depth?: number;
-  /** Internal, event-started runs: the root event of their chain, whose run budget they count against. */
-  chain_root?: string;
-  /** Internal: the request that started it (directly or through its event) and its traceparent (shared/trace.ts). */
-  request_id?: string;
-  traceparent?: string;
-}
+export type { OutboxEvent, RunDoc } from "./run-doc";
 
 export type RunView = Run;
 

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import type { SecretsKey } from "../../shared/config";
 import type { Environment } from "../../shared/storage/types";
-import type { Secret } from "../../shared/wire";
+import type { Secret } from "../../shared/api/wire";
 import type { Step } from "./workflows.logic";
 
 /**
@@ -13,7 +13,7 @@ import type { Step } from "./workflows.logic";
 export const SECRET_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 export const SECRET_VALUE_MAX_CHARS = 8192;
 
-/** A secret as stored: its metadata (shared/wire.ts) and the sealed value. */
+/** A secret as stored: its metadata (shared/api/wire.ts) and the sealed value. */
 export interface SecretDoc extends Omit<Secret, "object"> {
   id: string;
   org_id: string;

@@ -1,4 +1,4 @@
-import { pageParams, type PageParams } from "../../shared/pagination";
+import { pageParams, type PageParams } from "../../shared/api/pagination";
 import { SECRET_VALUE_MAX_CHARS } from "./secrets.logic";
 
 // The name's shape is checked in the handler, to say what a name may hold; the value is never echoed.

@@ -1,5 +1,5 @@
 import { checkReadable } from "./outputs";
-import type { RunDoc } from "./runs.logic";
+import type { RunDoc } from "./run-doc";
 
 /**
  * Templates in a step's fields: `{{input.…}}` reads the run's input, `{{steps.<id>.output.…}}` the

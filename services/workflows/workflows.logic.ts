@@ -1,8 +1,16 @@
 import { ApiError, echo, invalidParam, notOneOf, type ErrorCode } from "../../shared/errors";
-import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/events";
-import { formatPath } from "../../shared/json-limits";
-import { checkTargetUrl, type TargetRules } from "../../shared/net-guard";
-import { HTTP_METHODS, type Actor, type HttpStep, type Step, type Trigger, type Workflow, type WorkflowVersion } from "../../shared/wire";
+import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
+import { formatPath } from "../../shared/api/json-limits";
+import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
+import {
+  HTTP_METHODS,
+  type Actor,
+  type HttpStep,
+  type Step,
+  type Trigger,
+  type Workflow,
+  type WorkflowVersion,
+} from "../../shared/api/wire";
 
 /**
  * Workflows (contract section 6): a trigger and 1..50 typed steps, checked when they are written so
@@ -24,9 +32,17 @@ const REFERENCE = /^\s*(?:input|steps\.([a-z][a-z0-9_]*)\.output)((?:\.[A-Za-z0-
 const RUN_REFERENCE = /^\s*(?:run\.(?:id|attempt)|workflow\.id)\s*$/;
 const SECRET_REFERENCE = /^\s*secrets\.([A-Za-z][A-Za-z0-9_]{0,63})\s*$/;
 
-export { HTTP_METHODS, type ApprovalStep, type DelayStep, type EmitStep, type HttpStep, type Step, type Trigger } from "../../shared/wire";
+export {
+  HTTP_METHODS,
+  type ApprovalStep,
+  type DelayStep,
+  type EmitStep,
+  type HttpStep,
+  type Step,
+  type Trigger,
+} from "../../shared/api/wire";
 
-/** A workflow as stored: what the API shows (shared/wire.ts), its organization and the secrets that sign its http steps. */
+/** A workflow as stored: what the API shows (shared/api/wire.ts), its organization and the secrets that sign its http steps. */
 export interface WorkflowDoc extends Omit<Workflow, "object"> {
   org_id: string;
   /** Absent on workflows stored before steps were signed: their requests go unsigned until a rotate-secret. */

@@ -1,4 +1,4 @@
-import { idParam, pageParams, type PageParams } from "../../shared/pagination";
+import { idParam, pageParams, type PageParams } from "../../shared/api/pagination";
 
 const id = idParam;
 const name = { type: "string", trim: true, min: 1, max: 200 } as const;
@@ -47,7 +47,7 @@ export interface UpdateParams {
   steps?: unknown;
 }
 
-export { idParams, type IdParams } from "../../shared/pagination";
+export { idParams, type IdParams } from "../../shared/api/pagination";
 
 export const startRunParams = { $$strict: true, id, input: { type: "object", optional: true } } as const;
 export interface StartRunParams {

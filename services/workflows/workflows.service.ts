@@ -1,17 +1,17 @@
 import type { Context, ServiceSchema } from "moleculer";
-import { actorOf, tenantOf, type CallMeta } from "../../shared/context";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
 import { ApiError, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
-import { newestFirst, type ListResult } from "../../shared/pagination";
-import { checkCountQuota, QUOTAS } from "../../shared/quotas";
-import type { PlatformSettings } from "../../shared/platform";
-import { StoreMixin } from "../../shared/store-mixin";
-import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/signing";
+import { newestFirst, type ListResult } from "../../shared/api/pagination";
+import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { StoreMixin } from "../../shared/runtime/store.mixin";
+import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
 import type { Filter, Tenant } from "../../shared/storage/types";
-import type { WorkflowWithSecret } from "../../shared/wire";
-import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.service";
-import { SecretsMixin } from "./secrets.service";
-import { TriggersMixin } from "./triggers.service";
+import type { WorkflowWithSecret } from "../../shared/api/wire";
+import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
+import { SecretsMixin } from "./secrets.mixin";
+import { TriggersMixin } from "./triggers.mixin";
 import { STORE } from "./workflows.store";
 import {
   checkSteps,

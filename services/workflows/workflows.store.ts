@@ -1,7 +1,7 @@
-import { EVENTS } from "../../shared/events";
-import { RUN_OUTCOMES } from "../../shared/outcomes";
-import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/retention";
-import { declareStore, type StoreVars } from "../../shared/store-mixin";
+import { EVENTS } from "../../shared/records/events";
+import { RUN_OUTCOMES } from "../../shared/records/outcomes";
+import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/records/retention";
+import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./runs.logic";
 import type { SecretDoc } from "./secrets.logic";

@@ -87,7 +87,7 @@ export interface IndexSpec {
 
 /**
  * The reading half of a collection: what a service gets for a collection another service owns
- * (shared/store-mixin.ts). Only the owner writes; the others ask it over the broker.
+ * (shared/runtime/store.mixin.ts). Only the owner writes; the others ask it over the broker.
  */
 export interface ReadView<T extends Doc> {
   readonly name: string;
@@ -136,7 +136,7 @@ export interface Collection<T extends Doc> extends ReadView<T> {
 export const COLLECTION_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**
- * A collection as a service declares it (shared/store-mixin.ts): its name and its indexes, and the
+ * A collection as a service declares it (shared/runtime/store.mixin.ts): its name and its indexes, and the
  * type of its documents. Every service that opens the collection names the same spec.
  */
 export interface CollectionSpec<T extends Doc> {
@@ -179,3 +179,6 @@ export interface Store {
   probe(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** What a service holds of the store beside its collections: writes across them, and the probe. */
+export type OwnStore = Pick<Store, "atomically" | "probe">;

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import fc from "fast-check";
 import { request } from "undici";
-import { formatPath, MAX_JSON_DEPTH, type PathSegment } from "../../shared/json-limits";
+import { formatPath, MAX_JSON_DEPTH, type PathSegment } from "../../shared/api/json-limits";
 import { api, expectError, usePlatform, type ApiResponse } from "../helpers/platform";
 import { SPECIAL_KEYS } from "../helpers/odd-json";
 
@@ -9,7 +9,7 @@ import { SPECIAL_KEYS } from "../helpers/odd-json";
  * Whole classes of bad (and odd but good) input, through real HTTP: bodies nested just within and
  * just past the limit, strings that are not well-formed Unicode, keys that stores and copies like
  * to mangle, remote answers of the same kinds, and the event loop staying free while the worst of
- * them arrive. See shared/json-limits.ts for how nesting is counted.
+ * them arrive. See shared/api/json-limits.ts for how nesting is counted.
  */
 const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "20", RATE_LIMIT_MAX: "1000000" });
 

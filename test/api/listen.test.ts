@@ -1,5 +1,5 @@
 import { Webhook } from "standardwebhooks";
-import { LISTENER_EVENT, isListened } from "../../shared/listeners";
+import { LISTENER_EVENT, isListened } from "../../shared/records/listeners";
 import { waitFor } from "../../tools/procs";
 import { api, expectError, startPlatform, type Platform, type TestOrg } from "../helpers/platform";
 

@@ -5,8 +5,8 @@ import { waitFor } from "../../tools/procs";
 import { SERVICE_NAMES } from "../../shared/config";
 import { openStore } from "../../shared/storage";
 import { ALL_TENANTS, openCollection } from "../../shared/storage/types";
-import { outboxSpec } from "../../shared/outbox";
-import type { PublishedEvent } from "../../shared/events";
+import { outboxSpec } from "../../shared/runtime/outbox";
+import type { PublishedEvent } from "../../shared/records/events";
 import { api, startPlatform, usePlatform, type Platform } from "../helpers/platform";
 
 /**

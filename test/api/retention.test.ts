@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import { ulid } from "ulid";
 import { ALWAYS_KEPT_BYTES, PREVIEW_MAX_BYTES, RUN_OUTPUTS_MAX_BYTES, STEP_OUTPUT_MAX_BYTES } from "../../services/workflows/outputs";
-import { DELIVERIES, type DeliveryDoc } from "../../shared/deliveries";
-import { EVENTS, type EventDoc } from "../../shared/events";
+import { DELIVERIES, type DeliveryDoc } from "../../shared/records/deliveries";
+import { EVENTS, type EventDoc } from "../../shared/records/events";
 import { openStore } from "../../shared/storage";
 import type { SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, openCollection, type Collection, type Doc, type Store } from "../../shared/storage/types";

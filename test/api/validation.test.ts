@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { echo } from "../../shared/errors";
-import { PAGE_NUMBER_PARAMS } from "../../shared/pagination";
+import { PAGE_NUMBER_PARAMS } from "../../shared/api/pagination";
 import { ROUTES } from "../../services/gateway/routes";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { pathOf, routeFields, type RouteField, type Rule } from "../helpers/action-params";

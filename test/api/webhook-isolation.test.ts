@@ -1,4 +1,4 @@
-import { outbound, outboundAgent } from "../../shared/outbound";
+import { outbound, outboundAgent } from "../../shared/net/outbound";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { runCli, startNode, tempDir, waitForGateway, freePort, type NodeProc } from "../helpers/cluster";
 import { startReceiver, type Receiver } from "../helpers/receiver";
@@ -162,7 +162,7 @@ describe("isolation per webhook", () => {
     expect(rx.closedAt(keptConn)).toBeUndefined();
   });
 
-  it("times a request queued behind busy connections of its own pool from its send (shared/outbound.ts)", async () => {
+  it("times a request queued behind busy connections of its own pool from its send (shared/net/outbound.ts)", async () => {
     // One connection, three requests of 300 ms each with a 500 ms time-out: the third waits 600 ms
     // for the connection, and still succeeds.
     rx.behave("/one-at-a-time", () => ({ delayMs: 300 }));

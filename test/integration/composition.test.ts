@@ -1,7 +1,7 @@
 import type { ServiceBroker } from "moleculer";
 import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
-import type { PlatformSettings } from "../../shared/platform";
+import type { PlatformSettings } from "../../shared/runtime/platform";
 import { tempDir } from "../helpers/cluster";
 
 /**

@@ -7,7 +7,7 @@ import { RunEngine } from "../../services/workflows/engine";
 import { MAX_STALLS, newRun, type RunDoc } from "../../services/workflows/runs.logic";
 import type { Step, WorkflowDoc } from "../../services/workflows/workflows.logic";
 import { ApiError } from "../../shared/errors";
-import { eventDoc, EVENTS, type EventDoc, type PublishedEvent } from "../../shared/events";
+import { eventDoc, EVENTS, type EventDoc, type PublishedEvent } from "../../shared/records/events";
 import { SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, openCollection, type Collection, type Doc } from "../../shared/storage/types";
 

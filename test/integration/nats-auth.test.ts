@@ -2,7 +2,7 @@ import { ServiceBroker, type Context } from "moleculer";
 import { connect } from "nats";
 import { brokerOptions } from "../../moleculer.config";
 import { loadSettings } from "../../shared/config";
-import { natsOptions } from "../../shared/transporter";
+import { natsOptions } from "../../shared/runtime/transporter";
 import { startNats, type NatsServer } from "../helpers/cluster";
 
 /**

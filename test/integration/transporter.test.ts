@@ -1,6 +1,6 @@
 import { ServiceBroker, type Context } from "moleculer";
-import { MsgpackrSerializer } from "../../shared/serializer";
-import { BatchingNatsTransporter } from "../../shared/transporter";
+import { MsgpackrSerializer } from "../../shared/runtime/serializer";
+import { BatchingNatsTransporter } from "../../shared/runtime/transporter";
 import { startNats, waitFor, type NatsServer } from "../helpers/cluster";
 
 /**

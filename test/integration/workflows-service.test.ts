@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { ServiceBroker, type Context } from "moleculer";
 import WorkflowsService from "../../services/workflows/workflows.service";
 import { loadSettings } from "../../shared/config";
-import type { EventDoc } from "../../shared/events";
+import type { EventDoc } from "../../shared/records/events";
 import { waitFor } from "../../tools/procs";
 
 /**

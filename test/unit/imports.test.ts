@@ -50,6 +50,70 @@ function violations(file: string, imports: readonly string[]): string[] {
   });
 }
 
+/**
+ * The import cycles of a graph (its strongly connected components of more than one file, or a file
+ * importing itself), each as its files sorted. A path names a file without its extension; an import
+ * of a folder reaches its `index`.
+ */
+export function cyclesOf(nodes: readonly { file: string; imports: readonly string[] }[]): string[][] {
+  const key = (path: string) => path.replace(/\.(ts|tsx|mts)$/, "");
+  const known = new Set(nodes.map((n) => key(n.file)));
+  const edges = new Map<string, string[]>();
+  for (const { file, imports } of nodes) {
+    const targets = imports.map(key).map((t) => (known.has(t) ? t : known.has(`${t}/index`) ? `${t}/index` : t));
+    edges.set(
+      key(file),
+      targets.filter((t) => known.has(t)),
+    );
+  }
+  // Tarjan's algorithm, iterative so a deep graph cannot overflow the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  let counter = 0;
+  for (const start of edges.keys()) {
+    if (index.has(start)) continue;
+    const work: { node: string; next: number }[] = [{ node: start, next: 0 }];
+    index.set(start, counter);
+    low.set(start, counter++);
+    stack.push(start);
+    onStack.add(start);
+    while (work.length > 0) {
+      const frame = work[work.length - 1];
+      const targets = edges.get(frame.node) ?? [];
+      if (frame.next < targets.length) {
+        const target = targets[frame.next++];
+        if (!index.has(target)) {
+          index.set(target, counter);
+          low.set(target, counter++);
+          stack.push(target);
+          onStack.add(target);
+          work.push({ node: target, next: 0 });
+        } else if (onStack.has(target)) low.set(frame.node, Math.min(low.get(frame.node)!, index.get(target)!));
+        continue;
+      }
+      work.pop();
+      if (work.length > 0) {
+        const parent = work[work.length - 1].node;
+        low.set(parent, Math.min(low.get(parent)!, low.get(frame.node)!));
+      }
+      if (low.get(frame.node) === index.get(frame.node)) {
+        const component: string[] = [];
+        let member: string;
+        do {
+          member = stack.pop()!;
+          onStack.delete(member);
+          component.push(member);
+        } while (member !== frame.node);
+        if (component.length > 1 || (edges.get(frame.node) ?? []).includes(frame.node)) found.push(component.sort());
+      }
+    }
+  }
+  return found;
+}
+
 const graph = SOURCE_DIRS.flatMap(sourceFiles)
   .concat("moleculer.config.ts")
   .map((file) => ({ file, imports: importsOf(file, readFileSync(join(ROOT, file), "utf8")) }));
@@ -96,5 +160,31 @@ describe("the import graph", () => {
         importsOf("services/keys/keys.service.ts", 'import { ApiError } from "../../shared/errors";'),
       ),
     ).toEqual([]);
+  });
+
+  it("has no import cycle (type-only imports included: a cycle of types is still two files that cannot be read apart)", () => {
+    expect(cyclesOf(graph)).toEqual([]);
+  });
+});
+
+describe("cyclesOf", () => {
+  it("finds a cycle through three files and a file importing itself, and nothing in a tree", () => {
+    const files = [
+      { file: "shared/a.ts", imports: ["shared/b"] },
+      { file: "shared/b.ts", imports: ["shared/c", "shared/d"] },
+      { file: "shared/c.ts", imports: ["shared/a"] },
+      { file: "shared/d.ts", imports: [] },
+      { file: "shared/e.ts", imports: ["shared/e"] },
+    ];
+    expect(cyclesOf(files).sort()).toEqual([["shared/a", "shared/b", "shared/c"], ["shared/e"]]);
+    expect(cyclesOf(files.filter((f) => f.file !== "shared/c.ts" && f.file !== "shared/e.ts"))).toEqual([]);
+  });
+
+  it("follows an import of a folder to its index", () => {
+    const files = [
+      { file: "app/broker.ts", imports: ["services"] },
+      { file: "services/index.ts", imports: ["app/broker"] },
+    ];
+    expect(cyclesOf(files)).toEqual([["app/broker", "services/index"]]);
   });
 });

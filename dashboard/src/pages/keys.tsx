@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { SCOPE_NAMES, SCOPES } from "../../../shared/scopes";
+import { SCOPE_NAMES, SCOPES } from "../../../shared/api/scopes";
 import { call, type ApiKey, type NewApiKey } from "../api";
 import { Confirm, ErrorNotice, FieldError, ListOf, NeedsScope, SecretOnce, Status, Time, useAccount, useAction, useApi } from "../ui";
 

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { DELIVERY_STATUSES } from "../../../shared/wire";
+import { DELIVERY_STATUSES } from "../../../shared/api/wire";
 import { call, type Attempt, type Delivery, type DeliveryDetail, type Recovery, type Webhook, type WebhookWithSecret } from "../api";
 import { href } from "../session";
 import {

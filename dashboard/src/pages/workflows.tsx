@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { call, TERMINAL_RUN, type Run, type Workflow, type WorkflowWithSecret } from "../api";
-import type { Actor, ApprovalDecision } from "../../../shared/wire";
+import type { Actor, ApprovalDecision } from "../../../shared/api/wire";
 import { href } from "../session";
 import {
   Choice,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROUTES } from "../../../services/gateway/routes";
-import { RESOURCES } from "../../../shared/schemas";
+import { RESOURCES } from "../../../shared/api/schemas";
 import { documentText } from "../../../tools/openapi";
 import { DOCUMENT, validatorOf } from "../../helpers/contract";
 

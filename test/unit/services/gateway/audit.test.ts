@@ -1,4 +1,4 @@
-import type { AuditRecord } from "../../../../shared/audit";
+import type { AuditRecord } from "../../../../shared/records/audit";
 import { AuditWriter, auditedResource } from "../../../../services/gateway/audit";
 
 const entry = (id: string) => ({ id }) as AuditRecord;

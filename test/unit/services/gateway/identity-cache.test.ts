@@ -1,5 +1,5 @@
 import { IdentityCache } from "../../../../services/gateway/identity-cache";
-import type { Identity } from "../../../../shared/identity";
+import type { Identity } from "../../../../shared/api/identity";
 
 const identity = (key_id: string, org_id = "org_a"): Identity => ({
   key_id,

@@ -1,5 +1,5 @@
 import { Meter } from "../../../../services/gateway/meter";
-import { bucketOf } from "../../../../shared/usage";
+import { bucketOf } from "../../../../shared/records/usage";
 
 describe("the gateway's meter", () => {
   it("sums requests into rows per minute and dimension, and keeps a batch until it is acknowledged", () => {

@@ -1,5 +1,5 @@
 import { checkGrantable, generateKey, statusOf } from "../../../../services/keys/keys.logic";
-import { API_KEY_PATTERN, digestOf } from "../../../../shared/identity";
+import { API_KEY_PATTERN, digestOf } from "../../../../shared/api/identity";
 
 describe("keys logic", () => {
   it("generates svc_live_/svc_test_ keys stored only as a digest", () => {

@@ -1,5 +1,5 @@
 import { requestOf, responseOf } from "../../../../services/webhook-dispatcher/capture";
-import { ATTEMPT_RESPONSE_LIMITS } from "../../../../shared/wire";
+import { ATTEMPT_RESPONSE_LIMITS } from "../../../../shared/api/wire";
 
 describe("requestOf", () => {
   it("keeps the URL and every header but the signatures, and the body's length", () => {

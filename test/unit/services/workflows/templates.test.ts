@@ -1,7 +1,7 @@
 import { eventDataFault, newRun } from "../../../../services/workflows/runs.logic";
 import { render, scopeOf, type TemplateScope } from "../../../../services/workflows/templates";
 import type { WorkflowDoc } from "../../../../services/workflows/workflows.logic";
-import { MAX_JSON_DEPTH } from "../../../../shared/json-limits";
+import { MAX_JSON_DEPTH } from "../../../../shared/api/json-limits";
 
 describe("templates", () => {
   const scope = { input: { order: { id: "o1", qty: 3, tags: ["a"] } }, steps: { fetch: { output: { body: { ref: "R-1", n: null } } } } };

@@ -1,0 +1,35 @@
+import type { Run } from "../../shared/api/wire";
+import type { Step } from "./workflows.logic";
+
+export interface OutboxEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** A run as stored: what the API shows (shared/api/wire.ts) and the fields that run it. */
+export interface RunDoc extends Omit<Run, "object"> {
+  org_id: string;
+  /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
+  definition: Step[];
+  /** Internal: index of the current step. */
+  cursor: number;
+  /** Internal: bumped by every write; the API's compare-and-set. */
+  rev: number;
+  /** Internal: ms since the epoch when the engine has work on this run; absent while it waits for a person or has ended. */
+  due_at?: number;
+  /** Internal: the engine node's claim. */
+  lease?: string;
+  /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
+  stalls?: number;
+  outbox: OutboxEvent[];
+  /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
+  trigger_key?: string;
+  /** Internal: event-started runs in the chain that led to this one (its events carry it on). */
+  chain_depth?: number;
+  /** Internal, event-started runs: the root event of their chain, whose run budget they count against. */
+  chain_root?: string;
+  /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
+  request_id?: string;
+  traceparent?: string;
+}

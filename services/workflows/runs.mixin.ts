@@ -1,0 +1,387 @@
+import type { Context, ServiceSchema } from "moleculer";
+import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
+import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/records/outcomes";
+import { traceOf } from "../../shared/runtime/trace";
+import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/runtime/metrics";
+import { idFloorAt } from "../../shared/ids";
+import { instantOf, newestFirst, type ListResult } from "../../shared/api/pagination";
+import {
+  DAY_MS,
+  FINISHED_RUN_STATUSES,
+  prune,
+  pruneAction,
+  Pruner,
+  retentionCutoff,
+  type PruneControl,
+} from "../../shared/records/retention";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
+import { RUN_DUE, RunEngine } from "./engine";
+import {
+  approve,
+  cancel,
+  newRun,
+  reject,
+  rerun,
+  retry,
+  runView,
+  updateOf,
+  type Decider,
+  type RunDoc,
+  type RunView,
+  type RunWrite,
+} from "./runs.logic";
+import type { WorkflowDoc } from "./workflows.logic";
+import type { SecretsMethods } from "./secrets.mixin";
+import type { WorkflowsStoreVars } from "./workflows.store";
+import {
+  decideParams,
+  listAllRunsParams,
+  listRunsParams,
+  runParams,
+  startRunParams,
+  type DecideParams,
+  type ListAllRunsParams,
+  type ListRunsParams,
+  type RunParams,
+  type StartRunParams,
+} from "./workflows.params";
+
+const MINUTE_MS = 60_000;
+/** Runs one workflows node drives at once. */
+const MAX_ACTIVE_RUNS = 64;
+/** JSON size of a run's input. */
+const INPUT_MAX_BYTES = 64 * 1024;
+
+/** The store's collections and outbox (workflows.store.ts), and what the runs keep. */
+export interface RunsVars extends WorkflowsStoreVars {
+  engine: RunEngine;
+  pruner: Pruner;
+  /** Runs that ended, counted per workflow, hour and day (see shared/records/outcomes.ts). */
+  tally: Tally<RunOutcomeRow>;
+  metrics: Metrics;
+  gauges: NodeJS.Timeout | undefined;
+}
+export interface RunsMethods extends SecretsMethods {
+  ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
+  /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
+  decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
+  /** The workflow `id`, which must exist (404). */
+  ownWorkflow(tenant: Required<Tenant>, id: string): Promise<WorkflowDoc>;
+  /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
+  startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
+  /** Cancels every run of a deleted workflow that has not ended, by `by`; answers how many. */
+  cancelRunsOf(tenant: Required<Tenant>, workflowId: string, by: Decider["by"]): Promise<number>;
+  /** Creates the budget `id`, unless it exists. */
+  openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
+  /** Stores `run` and counts it against the budget `id`, both or neither; false: the budget is spent. */
+  startCounted(tenant: Required<Tenant>, budget: { id: string; limit: number; expiresAt: number }, run: RunDoc): Promise<boolean>;
+  /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
+  pruneRuns(now: number, control: PruneControl): Promise<number>;
+  /** Runs by status now and runs waiting for an approval: bounded counts through the `{status, due_at}` index. */
+  measureRuns(): Promise<void>;
+}
+type Ctx<P> = Context<P, CallMeta>;
+
+/**
+ * The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts), by
+ * the calling key, with the comment sent. Approve and reject need the workflow still there.
+ */
+function decision(transition: (run: RunDoc, now: number, d: Decider) => RunWrite, needsWorkflow: boolean) {
+  return {
+    params: needsWorkflow ? decideParams : runParams,
+    async handler(this: RunsMethods, ctx: Ctx<DecideParams>): Promise<RunView> {
+      const tenant = tenantOf(ctx);
+      if (needsWorkflow) await this.ownWorkflow(tenant, ctx.params.id);
+      const d: Decider = { by: actorOf(ctx), comment: ctx.params.comment || null };
+      return this.decide(tenant, ctx.params, (run, now) => transition(run, now, d));
+    },
+  };
+}
+
+/**
+ * The runs of workflows: their API and the engine that drives them. A mixin of the workflows service
+ * (its actions keep the `workflows.` names the gateway's route table calls); the store must be
+ * acquired before this mixin's `created` and released after its `stopped` (see workflows.service.ts).
+ */
+export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, RunsVars>> = {
+  actions: {
+    /** POST /workflows/{id}/runs — workflows:write; an active workflow only. */
+    startRun: {
+      params: startRunParams,
+      async handler(ctx: Ctx<StartRunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.ownWorkflow(tenant, ctx.params.id);
+        if (workflow.status !== "active")
+          throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        const input = ctx.params.input ?? {};
+        if (Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
+          throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
+        return this.startApiRun(tenant, { ...newRun(workflow, input, { type: "manual" }, Date.now()), ...traceOf(ctx.meta) });
+      },
+    },
+
+    /**
+     * POST /workflows/{id}/runs/{run_id}/rerun — workflows:write. A new run of the workflow as it is
+     * now (its current version, like Inngest's replay) with the old run's input, `rerun_of` the old
+     * run; the old run must have ended and the workflow be active. Counted as a start.
+     */
+    rerunRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.ownWorkflow(tenant, ctx.params.id);
+        const old = await this.ownRun(tenant, ctx.params);
+        if (workflow.status !== "active")
+          throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
+        return this.startApiRun(tenant, rerun(workflow, old, Date.now()));
+      },
+    },
+
+    /**
+     * POST /workflows/{id}/runs/{run_id}/retry — workflows:write. A failed run goes on from its
+     * failed step: the same run, `attempt` one more, its own (pinned) definition; not a rejected one.
+     */
+    retryRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        const tenant = tenantOf(ctx);
+        await this.ownWorkflow(tenant, ctx.params.id);
+        return this.decide(tenant, ctx.params, retry);
+      },
+    },
+
+    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow and creation time. */
+    listAllRuns: {
+      params: listAllRunsParams,
+      handler(ctx: Ctx<ListAllRunsParams>): Promise<ListResult<RunView>> {
+        const { status, workflow_id, created_after, created_before } = ctx.params;
+        // A creation time range is a range of ids (they are time-ordered): it reads along the id index.
+        const range = {
+          ...(created_after !== undefined && { $gte: idFloorAt("run", instantOf("created_after", created_after)) }),
+          ...(created_before !== undefined && { $lt: idFloorAt("run", instantOf("created_before", created_before)) }),
+        };
+        const filter: Filter = {
+          ...(workflow_id && { workflow_id }),
+          ...(status && { status }),
+          ...(Object.keys(range).length > 0 && { id: range }),
+        };
+        return newestFirst(this.runs, tenantOf(ctx), filter, ctx.params, runView);
+      },
+    },
+
+    /** GET /workflows/{id}/runs — workflows:read; newest first. */
+    listRuns: {
+      params: listRunsParams,
+      async handler(ctx: Ctx<ListRunsParams>): Promise<ListResult<RunView>> {
+        const tenant = tenantOf(ctx);
+        const workflow = await this.workflows.get(tenant, ctx.params.id);
+        // Runs outlive their workflow: list them while any exist.
+        const filter: Filter = { workflow_id: ctx.params.id, ...(ctx.params.status && { status: ctx.params.status }) };
+        const page = await newestFirst(this.runs, tenant, filter, ctx.params, runView);
+        if (!workflow && page.total === 0) throw notFound("workflow", ctx.params.id);
+        return page;
+      },
+    },
+
+    /** GET /workflows/{id}/runs/{run_id} — workflows:read */
+    getRun: {
+      params: runParams,
+      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+        return runView(await this.ownRun(tenantOf(ctx), ctx.params));
+      },
+    },
+
+    /** POST /workflows/{id}/runs/{run_id}/cancel — workflows:write; a run that has ended is a conflict. */
+    cancelRun: decision(cancel, false),
+    /** POST /workflows/{id}/runs/{run_id}/approve — workflows:write; only while it waits for approval. */
+    approveRun: decision(approve, true),
+    /** POST /workflows/{id}/runs/{run_id}/reject — workflows:write; the run ends `failed`. */
+    rejectRun: decision(reject, true),
+
+    /** Internal (operators, tests): a retention pass now, or as of `now`. */
+    prune: pruneAction,
+  },
+
+  events: {
+    [RUN_DUE]: {
+      handler(ctx: Context<{ id: string }>) {
+        this.engine.wake(ctx.params.id);
+      },
+    },
+  },
+
+  methods: {
+    async measureRuns() {
+      const count = (filter: Filter) => this.runs.count(ALL_TENANTS, filter, { limit: GAUGE_COUNT_CAP });
+      const [queued, running, waiting, approval] = await Promise.all([
+        count({ status: "queued" }),
+        count({ status: "running" }),
+        count({ status: "waiting" }),
+        // Waiting for a person: a wait the engine has no due time for.
+        count({ status: "waiting", due_at: null }),
+      ]);
+      for (const [status, n] of Object.entries({ queued, running, waiting })) this.metrics.set("runs", n, { status });
+      this.metrics.set("runsAwaitingApproval", approval);
+    },
+
+    async ownWorkflow(tenant, id) {
+      const workflow = await this.workflows.get(tenant, id);
+      if (!workflow) throw notFound("workflow", id);
+      return workflow;
+    },
+
+    async startApiRun(tenant, run) {
+      // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
+      const now = Date.now();
+      const minute = now - (now % MINUTE_MS);
+      const limit = this.settings.config.runStartsPerMinute;
+      const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+      // Stored already claimed by this node's engine when it has room, an http step first shown
+      // running (the claim's and the engine's first write fewer, and no wake-up to send);
+      // otherwise queued and due now, for any node's engine.
+      const claimed = this.engine.reserve(run);
+      let counted = false;
+      try {
+        counted = await this.startCounted(tenant, budget, claimed ?? run);
+      } finally {
+        if (claimed && !counted) this.engine.unreserve();
+      }
+      if (!counted) {
+        throw new ApiError(
+          "rate_limited",
+          `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
+          {
+            quota: "runs_started_per_minute",
+            limit,
+            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+          },
+        );
+      }
+      if (claimed) this.engine.adopt(claimed);
+      // A lost wake-up only delays the run until a node's next poll.
+      else this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+      return runView(claimed ?? run);
+    },
+
+    async cancelRunsOf(tenant, workflowId, by) {
+      let cancelled = 0;
+      // In batches along the (workflow_id, status, id) index; each a compare-and-set like POST …/cancel.
+      for (;;) {
+        const batch = await this.runs.find(
+          tenant,
+          { workflow_id: workflowId, status: { $in: ["queued", "running", "waiting"] } },
+          { sort: { id: -1 }, limit: 100 },
+        );
+        let progress = false;
+        for (const run of batch) {
+          try {
+            await this.decide(tenant, { id: workflowId, run_id: run.id }, (r, now) => cancel(r, now, { by }, "workflow_deleted"));
+            cancelled += 1;
+            progress = true;
+          } catch (err) {
+            // It ended meanwhile (nothing to cancel), or kept changing (the engine's node answers for it).
+            if (!(err instanceof ApiError && err.type === "invalid_state")) throw err;
+          }
+        }
+        // A batch of runs none of which could be cancelled would come back as it is: stop there.
+        if (!progress) return cancelled;
+      }
+    },
+
+    async ownRun(tenant, { id, run_id }) {
+      const run = await this.runs.findOne(tenant, { id: run_id, workflow_id: id });
+      if (!run) throw new ApiError("resource_not_found", `No such run: '${run_id}'`, { param: "run_id" });
+      return run;
+    },
+
+    async decide(tenant, params, transition) {
+      for (let tries = 0; ; tries += 1) {
+        const run = await this.ownRun(tenant, params);
+        const updated = await this.runs.update(tenant, { id: run.id, rev: run.rev }, updateOf(transition(run, Date.now())));
+        if (updated) {
+          this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+          return runView(updated);
+        }
+        if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });
+      }
+    },
+
+    async openBudget(tenant, id, expiresAt) {
+      try {
+        await this.budgets.insert({ id, ...tenant, runs: 0, expires_at: new Date(expiresAt).toISOString() });
+      } catch (err) {
+        if (!isDuplicate(err)) throw err;
+      }
+    },
+
+    async startCounted(tenant, { id, limit, expiresAt }, run) {
+      for (let tries = 0; tries < 2; tries += 1) {
+        // The count and the run are stored together: a run that exists was counted once, a
+        // duplicate (the run started already) takes nothing, and two nodes never both take the last.
+        const written = await this.store.atomically([
+          { op: "update", collection: this.budgets, scope: tenant, filter: { id, runs: { $lt: limit } }, update: { $inc: { runs: 1 } } },
+          { op: "insert", collection: this.runs, doc: run },
+        ]);
+        if (written) return true;
+        if (await this.budgets.get(tenant, id)) return false;
+        // Not opened yet (a new minute), or pruned under a chain older than the retention period.
+        await this.openBudget(tenant, id, expiresAt);
+      }
+      return false;
+    },
+
+    async pruneRuns(now, control) {
+      const days = this.settings.config.eventRetentionDays;
+      // By when they ended, through the sparse `finished_at` index; a run that has not ended stays.
+      const before = new Date(retentionCutoff(days, now)).toISOString();
+      const runs = await prune(
+        { collection: this.runs, field: "finished_at", before, removable: { status: { $in: [...FINISHED_RUN_STATUSES] } } },
+        control,
+      );
+      // Budgets past their time go too (not counted: the answer is runs).
+      await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
+      return runs;
+    },
+  },
+
+  created() {
+    this.metrics = new Metrics(this.broker, ["runsFinished", "runs", "runsAwaitingApproval"]);
+    const settings = this.settings.config;
+    this.tally = new Tally(this.outcomes, (message, err) => this.logger.warn(message, err), settings.usageRetentionDays * DAY_MS);
+    this.engine = new RunEngine({
+      runs: this.runs,
+      workflows: this.workflows,
+      secretValues: (tenant, names) => this.secretValues(tenant, names),
+      broker: this.broker,
+      logger: this.logger,
+      allowPrivate: settings.webhookAllowPrivateTargets,
+      retryBaseMs: settings.workflowRetryBaseMs,
+      maxActive: MAX_ACTIVE_RUNS,
+      ended: ({ org_id, environment, data, created_at }) => {
+        this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
+        this.metrics.increment("runsFinished", { status: String(data.status) });
+      },
+    });
+    this.pruner = new Pruner("finished runs", (now, control) => this.pruneRuns(now, control), this.logger);
+  },
+
+  started() {
+    this.engine.start();
+    this.pruner.start();
+    if (this.metrics.enabled) {
+      const measure = () => void this.measureRuns().catch((err: unknown) => this.logger.debug("measuring runs failed", err));
+      this.gauges = setInterval(measure, GAUGE_INTERVAL_MS);
+      this.gauges.unref();
+      measure();
+    }
+  },
+
+  /** Finishes the steps in flight and hands their runs back for any node to go on. */
+  async stopped() {
+    clearInterval(this.gauges);
+    await Promise.all([this.engine.stop(), this.pruner.stop()]);
+    await this.tally.flush();
+  },
+};

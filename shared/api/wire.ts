@@ -1,0 +1,436 @@
+import type { ScopeName } from "./scopes";
+import type { Environment } from "../storage/types";
+
+/**
+ * The API's resources as a client reads them (an answer's `data`, a list's `meta`): the one
+ * definition that the server's stored documents extend with their internal fields and its views
+ * return, and that the dashboard reads (dashboard/src/api.ts). Types and lists of values only,
+ * nothing that needs Node, so the dashboard's bundle takes nothing of the server with them.
+ */
+
+/**
+ * A list's answer: `{object: "list", data: [...], meta}`: `meta` as the spec fixes it (`total`,
+ * `page`, `per_page`) when read by page, or `total`, `limit`, `has_more` when read by cursor.
+ */
+export interface List<T> {
+  object: "list";
+  data: T[];
+  meta: PageMeta | CursorMeta;
+}
+
+/** A list's `meta` when it is read by page (`?page=&per_page=`). */
+export interface PageMeta {
+  total: number;
+  /** More than `total` (10,000) match: pages reach that far. */
+  total_capped?: true;
+  page: number;
+  per_page: number;
+}
+
+/** A list's `meta` when it is read by cursor (`?limit=&starting_after=`). */
+export interface CursorMeta {
+  total: number;
+  total_capped?: true;
+  limit: number;
+  has_more: boolean;
+}
+
+/** GET /me: whose key this is and what it may do. */
+export interface Me {
+  object: "identity";
+  org: { id: string; name: string };
+  environment: Environment;
+  api_key: Pick<ApiKey, "id" | "name" | "prefix" | "last4" | "scopes" | "expires_at">;
+}
+
+export type KeyStatus = "active" | "revoked" | "expired";
+
+export interface ApiKey {
+  object: "api_key";
+  id: string;
+  name: string;
+  environment: Environment;
+  scopes: ScopeName[];
+  status: KeyStatus;
+  /** The key's first characters (`svc_live_` and four more), to tell keys apart. */
+  prefix: string;
+  last4: string;
+  created_at: string;
+  revoked_at: string | null;
+  /** The key that revoked this one (null: not revoked, or revoked before the audit trail). */
+  revoked_by: Actor | null;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+/** The answer to POST /api-keys, the only one that holds the key itself. */
+export type NewApiKey = ApiKey & { key: string };
+
+export interface Webhook {
+  object: "webhook";
+  id: string;
+  environment: Environment;
+  url: string;
+  events: string[];
+  description: string | null;
+  status: "enabled" | "disabled";
+  /** Why the platform disabled it (failures in a row), or null. */
+  disabled_reason: string | null;
+  consecutive_failures: number;
+  /** Deliveries per second at most, across dispatcher nodes; null: unlimited. */
+  rate_limit: number | null;
+  created_at: string;
+  updated_at: string;
+  /** GET /webhooks and GET /webhooks/{id} only: how its attempts are going. */
+  health?: WebhookHealth;
+}
+
+/**
+ * An endpoint's health, from counters kept as attempts end (never a scan of its deliveries): every
+ * attempt counts, retries of deliveries still pending included.
+ */
+export interface WebhookHealth {
+  /** The last attempt that reached an answer or failed (`status_code` null: no answer, e.g. a time-out); null before any. */
+  last_attempt: { at: string; status_code: number | null; ok: boolean } | null;
+  /** Attempts failed in a row up to the last one (0 once one succeeds). */
+  consecutive_failed_attempts: number;
+  /** Attempts made in the last 24 h (this hour and the 23 before) and the share that succeeded; null without any. */
+  attempts_24h: { total: number; succeeded: number; failed: number };
+  success_rate_24h: number | null;
+}
+
+/** The answers to POST /webhooks and rotate-secret, the only ones that hold the signing secret. */
+export type WebhookWithSecret = Webhook & { secret: string };
+
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/**
+ * What an attempt sent: the URL used then (a PATCH of the webhook's URL changes later attempts
+ * only) and the headers, without the signatures (secret-derived). The body is the event's payload
+ * (`payload` of GET /webhooks/{id}/deliveries/{delivery_id}), not copied per attempt.
+ */
+export interface AttemptRequest {
+  method: "POST";
+  url: string;
+  headers: Record<string, string>;
+  /** The body's length in bytes. */
+  body_bytes: number;
+}
+
+/**
+ * What the receiver answered: bounded (ATTEMPT_RESPONSE_LIMITS). `body` is the first 4 KiB as
+ * UTF-8 text, or as base64 with `body_encoding: "base64"` when those bytes are not UTF-8.
+ */
+export interface AttemptResponse {
+  headers: Record<string, string>;
+  /** Headers left out (past the count or size bound). */
+  headers_omitted?: number;
+  body: string;
+  body_encoding: "utf8" | "base64";
+  /** The whole body's length in bytes as far as it was read (reading stops at 64 KiB). */
+  body_bytes: number;
+  body_truncated: boolean;
+}
+
+/** The bounds of what one attempt keeps of the answer. */
+export const ATTEMPT_RESPONSE_LIMITS = {
+  bodyBytes: 4096,
+  headers: 40,
+  headerNameChars: 100,
+  headerValueChars: 512,
+  headersChars: 4096,
+} as const;
+
+/** One try at sending a delivery: a delivery's `attempts` lists them (a run step counts its own in `attempt_count`). */
+export interface Attempt {
+  number: number;
+  at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  /** Absent on attempts made before they were recorded, on attempts that sent nothing, and in lists (the summary). */
+  request?: AttemptRequest;
+  /** Absent when nothing answered (or in lists). */
+  response?: AttemptResponse;
+}
+
+export interface Delivery {
+  object: "delivery";
+  id: string;
+  environment: Environment;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: Attempt[];
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+  /** A test event sent by POST /webhooks/{id}/test (not in the event log). */
+  test?: true;
+}
+
+/** GET /webhooks/{id}/deliveries/{delivery_id}: the delivery with its attempts in full and the body sent. */
+export interface DeliveryDetail extends Delivery {
+  /** The JSON body every attempt sent (the event's payload); null once the event is no longer stored. */
+  payload: Record<string, unknown> | null;
+}
+
+export const RECOVERY_STATUSES = ["running", "succeeded"] as const;
+export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
+
+/** POST /webhooks/{id}/recover: a background job redelivering a webhook's failed deliveries created in [since, until). */
+export interface Recovery {
+  object: "recovery";
+  id: string;
+  environment: Environment;
+  webhook_id: string;
+  status: RecoveryStatus;
+  since: string;
+  until: string | null;
+  /** Failed deliveries in the range when the job started (counted up to 10,000; `total_capped` past it). */
+  total: number;
+  total_capped?: true;
+  /** Deliveries redelivered so far. */
+  done: number;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface PlatformEvent {
+  object: "event";
+  id: string;
+  environment: Environment;
+  type: string;
+  data: Record<string, unknown>;
+  /** `api` for events clients emit, else the emitting service. */
+  source: string;
+  created_at: string;
+}
+
+/** One bucket of GET /analytics/usage: requests in an hour or a day, of one route, status or key when grouped. */
+export interface UsageBucket {
+  start: string;
+  route?: string;
+  status?: number;
+  key_id?: string;
+  count: number;
+  errors: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+}
+
+export interface UsageReport {
+  object: "usage_report";
+  from: string;
+  to: string;
+  granularity: "hour" | "day";
+  group_by: "route" | "status" | "key" | null;
+  buckets: UsageBucket[];
+}
+
+/** Runs that ended in a window, or webhook deliveries created in it, by status. */
+export interface Outcomes {
+  total: number;
+  by_status: Record<string, number>;
+  success_rate: number | null;
+  /** Webhooks only: how many attempts were made and how they ended, and the success rate of the deliveries that settled. */
+  attempt_counts?: { total: number; succeeded: number; failed: number };
+  delivery_success_rate?: number | null;
+}
+
+/** GET /analytics/workflows and /analytics/webhooks: the window's outcomes, in all and per workflow or webhook. */
+export type OutcomeReport = Outcomes & {
+  object: "outcome_report";
+  from: string;
+  to: string;
+  workflows?: (Outcomes & { workflow_id: string })[];
+  webhooks?: (Outcomes & { webhook_id: string })[];
+};
+
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string };
+
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+export interface HttpStep {
+  id: string;
+  type: "http";
+  method: (typeof HTTP_METHODS)[number];
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  timeout_ms: number;
+  retries: number;
+}
+export interface DelayStep {
+  id: string;
+  type: "delay";
+  duration_ms: number;
+}
+export interface ApprovalStep {
+  id: string;
+  type: "approval";
+  message: string | null;
+}
+export interface EmitStep {
+  id: string;
+  type: "emit";
+  event_type: string;
+  data: Record<string, unknown>;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
+
+export interface Workflow {
+  object: "workflow";
+  id: string;
+  environment: Environment;
+  name: string;
+  description: string | null;
+  status: "active" | "inactive";
+  trigger: Trigger;
+  steps: Step[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
+export type WorkflowWithSecret = Workflow & { signing_secret: string };
+
+/** A secret as the API shows it: never its value. */
+export interface Secret {
+  object: "secret";
+  name: string;
+  environment: Environment;
+  /** The SECRETS_KEYS key that encrypts it (a rotation re-encrypts each under the new key on its next use or write). */
+  key_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+/** A run in one of these has ended: nothing changes it any more. */
+export const FINISHED_RUN_STATUSES = ["succeeded", "failed", "cancelled"] as const satisfies readonly RunStatus[];
+
+export type StepStatus = "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
+
+/** Who did something through the API: the key it used, by id and by its name then (null: not known). */
+export interface Actor {
+  key_id: string;
+  key_name: string | null;
+}
+
+/** A person's answer to an approval step. */
+export interface ApprovalDecision {
+  decision: "approved" | "rejected";
+  comment: string | null;
+  decided_by: Actor;
+  decided_at: string;
+}
+
+export interface RunStep {
+  id: string;
+  type: Step["type"];
+  status: StepStatus;
+  output: unknown;
+  error: string | null;
+  /** How many times the step was tried (a delivery's `attempts` is the list of its tries). */
+  attempt_count: number;
+  started_at: string | null;
+  finished_at: string | null;
+  /** Approval steps, once reached: the step's message with its templates filled (null: the step has none). */
+  message?: string | null;
+  /** Approval steps, once decided. */
+  decision?: ApprovalDecision | null;
+}
+
+/** The approval a waiting run asks for: its step and message. */
+export interface PendingApproval {
+  step_id: string;
+  message: string | null;
+  requested_at: string;
+}
+
+export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+
+export interface Run {
+  object: "run";
+  id: string;
+  environment: Environment;
+  workflow_id: string;
+  workflow_version: number;
+  status: RunStatus;
+  input: Record<string, unknown>;
+  steps: RunStep[];
+  trigger: RunTrigger;
+  /** 1, and one more with every retry of the run (POST …/retry). */
+  attempt: number;
+  /** The run this one reruns (POST …/rerun), or null. */
+  rerun_of: string | null;
+  /** While the run waits for a person: what it asks; null otherwise. */
+  pending_approval: PendingApproval | null;
+  /** Who cancelled the run (POST …/cancel, or deleting its workflow), once cancelled through the API. */
+  cancelled_by?: Actor | null;
+  /** Why it was cancelled: `requested` (POST …/cancel) or `workflow_deleted`. */
+  cancel_reason?: "requested" | "workflow_deleted" | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+/** GET /workflows/{id}/versions/{version}: a workflow's definition as one of its versions left it. */
+export interface WorkflowVersion {
+  object: "workflow_version";
+  workflow_id: string;
+  version: number;
+  name: string;
+  description: string | null;
+  status: Workflow["status"];
+  trigger: Trigger;
+  steps: Step[];
+  created_at: string;
+  created_by: Actor | null;
+}
+
+/** GET /events/types: a type the platform emits, or a custom one this environment has emitted. */
+export type EventType =
+  | { object: "event_type"; type: string; description: string; system: true }
+  | { object: "event_type"; type: string; description: null; system: false; first_seen_at: string };
+
+/** GET /orgs/{id}/environments: the two every organization has. */
+export interface EnvironmentInfo {
+  object: "environment";
+  id: Environment;
+  org_id: string;
+  name: string;
+  description: string;
+}
+
+/**
+ * One line of the audit log (`GET /audit-log`): a mutation made through the API that succeeded, by
+ * whom (the key: keys belong to the organization, not to a member), what (the route and a stable
+ * action name such as `webhook.created`), to which resource, from where and when. No request or
+ * answer body is kept, so no secret, key or signing secret can appear in one.
+ */
+export interface AuditEntry {
+  object: "audit_entry";
+  id: string;
+  /** The environment of the key that made the change. */
+  environment: Environment;
+  actor: Actor;
+  /** Stable name of what was done, `<resource>.<verb>`: `webhook.created`, `run.approved`, `member.role_changed`, … */
+  action: string;
+  /** The operation as the API reference names it: method and route template (`POST /webhooks/{id}/rotate-secret`). */
+  method: string;
+  route: string;
+  resource: { type: string; id: string | null };
+  request_id: string;
+  /** The client's address as the gateway saw it (X-Forwarded-For's last with TRUST_PROXY). */
+  client_address: string;
+  /** The HTTP status answered (2xx: only successful mutations are recorded). */
+  status: number;
+  created_at: string;
+}

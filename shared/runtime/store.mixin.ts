@@ -1,0 +1,125 @@
+import type { ServiceBroker, ServiceSchema } from "moleculer";
+import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
+import type { PlatformSettings } from "./platform";
+import type { AtomicWrite, Collection, CollectionSpec, Doc, OwnStore, ReadView, Store } from "../storage/types";
+
+type Specs = Record<string, CollectionSpec<any>>;
+type DocOf<S> = S extends CollectionSpec<infer T> ? T : never;
+
+/**
+ * What a service declares about the store, in one place: the collections it owns (it alone writes
+ * them) and those it only reads, each under the name of the service variable that holds it; and
+ * whether it records events with its state changes (`outbox`: see shared/runtime/outbox.ts).
+ */
+export interface StoreDeclaration<O extends Specs = Specs, R extends Specs = Specs> {
+  owns: O;
+  reads?: R;
+  outbox?: boolean;
+}
+
+export type { OwnStore };
+
+/** The variables `StoreMixin(declaration)` gives a service, typed: a write to a collection it only reads does not compile. */
+export type StoreVars<D extends StoreDeclaration> = { store: OwnStore } & { [K in keyof D["owns"]]: Collection<DocOf<D["owns"][K]>> } & {
+  [K in keyof NonNullable<D["reads"]>]: ReadView<DocOf<NonNullable<D["reads"]>[K]>>;
+} & (D["outbox"] extends true ? { outbox: Outbox } : unknown);
+
+/** A declaration, its literal type kept (`outbox: true`) for `StoreVars<typeof declaration>`. */
+export const declareStore = <const D extends StoreDeclaration>(declaration: D): D => declaration;
+
+const declarations = new WeakMap<object, StoreDeclaration>();
+
+/** The collections a service schema declares through its store mixin (for the ownership test and tools). */
+export function declarationOf(schema: Partial<ServiceSchema>): { owns: string[]; reads: string[] } | null {
+  for (const mixin of [schema, ...((schema.mixins ?? []) as object[])]) {
+    const d = declarations.get(mixin);
+    if (d) return { owns: ownedNames(schema.name ?? "", d), reads: Object.values(d.reads ?? {}).map((s) => s.name) };
+  }
+  return null;
+}
+
+const ownedNames = (service: string, d: StoreDeclaration): string[] => [
+  ...Object.values(d.owns).map((s) => s.name),
+  ...(d.outbox ? [outboxSpec(service).name] : []),
+];
+
+/** Which service owns which collection, per broker: a second owner of a collection is refused at its creation. */
+const owners = new WeakMap<ServiceBroker, Map<string, string>>();
+
+function claim(broker: ServiceBroker, service: string, names: string[]): void {
+  let map = owners.get(broker);
+  if (!map) owners.set(broker, (map = new Map()));
+  for (const name of names) {
+    const owner = map.get(name);
+    if (owner !== undefined && owner !== service)
+      throw new Error(`store: collection '${name}' is owned by the ${owner} service; ${service} may only read it`);
+  }
+  for (const name of names) map.set(name, service);
+}
+
+function unclaim(broker: ServiceBroker, service: string): void {
+  const map = owners.get(broker);
+  for (const [name, owner] of map ?? []) if (owner === service) map?.delete(name);
+}
+
+/** Only the reading methods, bound: what a service gets for a collection it does not own. */
+function readView<T extends Doc>(c: Collection<T>): ReadView<T> {
+  return Object.freeze({
+    name: c.name,
+    get: c.get.bind(c),
+    findOne: c.findOne.bind(c),
+    find: c.find.bind(c),
+    pluck: c.pluck.bind(c),
+    count: c.count.bind(c),
+    page: c.page.bind(c),
+  });
+}
+
+/** `atomically` over the service's own collections only: a write to any other is refused before it starts. */
+function ownStore(store: Store, service: string, owned: Set<string>): OwnStore {
+  return Object.freeze({
+    atomically(writes: AtomicWrite[]) {
+      const foreign = writes.find((w) => !owned.has(w.collection.name));
+      if (foreign) return Promise.reject(new Error(`store: the ${service} service does not own '${foreign.collection.name}'`));
+      return store.atomically(writes);
+    },
+    probe: () => store.probe(),
+  });
+}
+
+/**
+ * Gives a service its collections, as declared: those it owns as collections, those it reads as
+ * read-only views (no write methods at all, so a write there neither compiles nor runs), `store`
+ * for atomic writes of its own collections, and with `outbox` its event outbox and relay. One owner
+ * per collection: a second service of the broker declaring itself owner of a collection fails to
+ * start, and test/integration/ownership.test.ts checks every service's declarations are disjoint.
+ */
+export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema> {
+  const mixin: Partial<ServiceSchema> = {
+    created() {
+      const service = this.name;
+      const store = (this.settings as PlatformSettings).store.acquire();
+      const vars = this as unknown as Record<string, unknown>;
+      const owned = new Set(ownedNames(service, declaration));
+      claim(this.broker, service, [...owned]);
+      for (const [key, spec] of Object.entries(declaration.owns)) vars[key] = store.collection(spec.name, spec.indexes);
+      for (const [key, spec] of Object.entries(declaration.reads ?? {})) vars[key] = readView(store.collection(spec.name, spec.indexes));
+      const own = ownStore(store, service, owned);
+      vars.store = own;
+      if (declaration.outbox) {
+        const spec = outboxSpec(service);
+        vars.outbox = new Outbox(own, store.collection<OutboxRow>(spec.name, spec.indexes), this.broker, this.logger);
+      }
+    },
+    started() {
+      (this as unknown as { outbox?: Outbox }).outbox?.start();
+    },
+    async stopped() {
+      await (this as unknown as { outbox?: Outbox }).outbox?.stop();
+      unclaim(this.broker, this.name);
+      await (this.settings as PlatformSettings).store.release();
+    },
+  };
+  declarations.set(mixin, declaration);
+  return mixin;
+}
