@@ -2,6 +2,8 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
+import { eventually } from "./eventually";
+
 export { freePort, startNats, type NatsServer } from "./nats";
 
 /**
@@ -13,18 +15,9 @@ const ROOT = basename(resolve(__dirname, "..")) === "dist" ? resolve(__dirname, 
 export const SERVER_JS = join(ROOT, "dist/bin/server.js");
 export const CLI_JS = join(ROOT, "dist/bin/cli.js");
 
+/** Waits on a condition (tools/eventually.ts): the name the cluster tests and tools have used. */
 export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < until) {
-    try {
-      if (await check()) return;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+  await eventually(what, check, timeoutMs, 100);
 }
 
 export interface Proc {

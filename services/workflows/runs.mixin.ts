@@ -234,7 +234,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
 
     async startApiRun(tenant, run) {
       // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
-      const now = Date.now();
+      const now = this.settings.clock.now();
       const minute = now - (now % MINUTE_MS);
       const limit = this.settings.config.runStartsPerMinute;
       const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
@@ -255,7 +255,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
           {
             quota: "runs_started_per_minute",
             limit,
-            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - Date.now()) / 1000)),
+            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - now) / 1000)),
           },
         );
       }

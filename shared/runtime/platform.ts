@@ -1,6 +1,7 @@
 import type { ServiceSettingSchema } from "moleculer";
 import type { Settings } from "../config";
 import type { Store } from "../storage/types";
+import type { Clock } from "./clock";
 
 /** The store a node's services share: opened when the first of them takes it, closed when the last gives it back. */
 export interface SharedStore {
@@ -38,4 +39,6 @@ export interface PlatformSettings extends ServiceSettingSchema {
   store: SharedStore;
   /** The API reference the gateway serves at /v1/openapi.json, made on first use. */
   apiReference(): unknown;
+  /** What per-minute budgets read the time from (a test's own clock in tests). */
+  clock: Clock;
 }

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { eventually, eventuallyValue } from "../../tools/eventually";
 import { waitFor } from "../../tools/procs";
+import { manualClock } from "../helpers/clock";
 import { api, expectError, startPlatform, usePlatform, type Platform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -11,13 +13,18 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
  * reach above themselves, PATCH with null, a malformed email, and a private target the dispatcher
  * must refuse once the setting no longer allows it.
  */
-const suite = usePlatform({
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-  RUN_STARTS_PER_MINUTE: "5",
-  WEBHOOK_RETRY_DELAYS_MS: "50,50,50,50",
-  RATE_LIMIT_MAX: "100000",
-});
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
+// The run-start budget counts per clock minute: the suite's clock stands 10 s into a minute and
+// moves only when a test moves it.
+const clock = manualClock(Date.UTC(2026, 10, 26, 12, 0, 10));
+const suite = usePlatform(
+  {
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    RUN_STARTS_PER_MINUTE: "5",
+    WEBHOOK_RETRY_DELAYS_MS: "50,50,50,50",
+    RATE_LIMIT_MAX: "100000",
+  },
+  { clock },
+);
 
 let rx: Receiver;
 beforeAll(async () => {
@@ -45,15 +52,10 @@ describe("a chain of event-started runs", () => {
       (await call("GET", `/workflows/${a.id}/runs`, live)).body.meta.total +
       (await call("GET", `/workflows/${b.id}/runs`, live)).body.meta.total;
     // Without a budget this one event sets off 1 + 2 + 4 + … + 512 = 1023 runs (depth 10).
-    const deadline = Date.now() + 20_000;
-    let seen = 0;
-    while (Date.now() < deadline) {
-      seen = await total();
-      if (seen > 100) break;
-      const settled = (await call("GET", "/events?type=workflow.chain_limited", live)).body.meta.total === 1 && seen === 100;
-      if (settled) break;
-      await sleep(100);
-    }
+    await eventually("the chain to reach its budget (or pass it)", async () => {
+      const seen = await total();
+      return seen > 100 || (seen === 100 && (await call("GET", "/events?type=workflow.chain_limited", live)).body.meta.total === 1);
+    });
     // Then nothing more starts: once every run has ended, an event stored after the chain's last
     // ones starts its own run only after the trigger went through those.
     const runsOf = async (wf: string) => (await call("GET", `/workflows/${wf}/runs?per_page=100`, live)).body.data;
@@ -131,18 +133,19 @@ describe("quotas per organization", () => {
     const wfTest = (
       await call("POST", "/workflows", test, { name: "r", trigger: { type: "manual" }, steps: [{ type: "delay", duration_ms: 1 }] })
     ).body.data;
-    // All six within one minute of the clock: the quota counts per clock minute, so this waits out
-    // a minute about to end (nothing to await but the clock).
-    if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
     for (let i = 0; i < 5; i += 1) expect((await call("POST", `/workflows/${wf.id}/runs`, live, {})).status).toBe(201);
     const refused = await call("POST", `/workflows/${wf.id}/runs`, live, {});
     expectError(refused, 429, "rate_limited");
     expect(refused.body.error.message).toContain("runs_started_per_minute");
-    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    // The minute began 10 s before the suite's clock: the budget comes back in 50 s.
+    expect(refused.headers["retry-after"]).toBe("50");
     expect((await call("GET", `/workflows/${wf.id}/runs`, live)).body.meta.total).toBe(5);
     // Per environment.
     expect((await call("POST", `/workflows/${wfTest.id}/runs`, test, {})).status).toBe(201);
-  }, 70_000);
+    // The next minute has a budget of its own.
+    clock.advance(50_000);
+    expect((await call("POST", `/workflows/${wf.id}/runs`, live, {})).status).toBe(201);
+  });
 });
 
 describe("webhook secret rotation", () => {
@@ -283,13 +286,12 @@ describe("the SSRF guard", () => {
 
     p = await startPlatform(fast);
     await api(p.baseUrl, "POST", "/events", { key: live, body: { type: "lit.test" } });
-    let delivery: any;
-    const deadline = Date.now() + 8000;
-    while (Date.now() < deadline) {
-      delivery = (await api(p.baseUrl, "GET", `/webhooks/${wh.id}/deliveries`, { key: live })).body.data[0];
-      if (delivery?.status === "failed") break;
-      await sleep(50);
-    }
+    const delivery = await eventuallyValue(
+      "the delivery to fail",
+      async () => (await api(p.baseUrl, "GET", `/webhooks/${wh.id}/deliveries`, { key: live })).body.data[0],
+      (d) => d?.status === "failed",
+      8000,
+    );
     expect(delivery).toMatchObject({ status: "failed" });
     expect(delivery.attempts[0].error).toBe("target address not allowed: the host is a private address");
     expect(rx.byPath("/literal")).toHaveLength(0);

@@ -5,6 +5,7 @@ import type { ServiceBroker } from "moleculer";
 import { request } from "undici";
 import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
+import type { Clock } from "../../shared/runtime/clock";
 import { contractProblems } from "./contract";
 
 export interface IssuedKey {
@@ -29,14 +30,22 @@ export interface Platform {
 
 export type TestOrg = Awaited<ReturnType<Platform["createOrg"]>>;
 
+export interface PlatformOptions {
+  /** The clock the platform's per-minute budgets read (test/helpers/clock.ts); the system's by default. */
+  clock?: Clock;
+}
+
 /**
  * A suite's platform and two organizations (Acme, Globex), started before its tests and stopped
  * after them; read the fields inside tests.
  */
-export function usePlatform(env: Record<string, string> = {}): { p: Platform; acme: TestOrg; globex: TestOrg } {
+export function usePlatform(
+  env: Record<string, string> = {},
+  options: PlatformOptions = {},
+): { p: Platform; acme: TestOrg; globex: TestOrg } {
   const suite = {} as { p: Platform; acme: TestOrg; globex: TestOrg };
   beforeAll(async () => {
-    suite.p = await startPlatform(env);
+    suite.p = await startPlatform(env, options);
     suite.acme = await suite.p.createOrg("Acme");
     suite.globex = await suite.p.createOrg("Globex");
   });
@@ -48,11 +57,11 @@ export function usePlatform(env: Record<string, string> = {}): { p: Platform; ac
  * The whole platform in this process, its gateway on a free port: on a fresh embedded store, or on
  * `env.DATA_DIR` when given (kept by `stop()`, so a test can start the platform again on it).
  */
-export async function startPlatform(env: Record<string, string> = {}): Promise<Platform> {
+export async function startPlatform(env: Record<string, string> = {}, options: PlatformOptions = {}): Promise<Platform> {
   const own = env.DATA_DIR === undefined;
   const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), "wfp-"));
   const settings = loadSettings({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env, DATA_DIR: dataDir });
-  const broker = createBroker(settings);
+  const broker = createBroker(settings, {}, undefined, options.clock);
   await broker.start();
   const gateway = broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } };
   const baseUrl = `http://127.0.0.1:${gateway.server.address().port}/v1`;
