@@ -1,5 +1,6 @@
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 // Retries an hour apart: a failing endpoint's deliveries stay pending for the whole suite.
 const suite = usePlatform({
@@ -13,19 +14,19 @@ beforeAll(async () => {
 });
 afterAll(() => rx.close());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 /** /analytics/webhooks once `done` holds (counts are written as deliveries progress). */
 async function webhookAnalytics(key: string, done: (body: any) => boolean, query = ""): Promise<any> {
-  const deadline = Date.now() + 8000;
-  for (;;) {
-    const res = await api(suite.p.baseUrl, "GET", `/analytics/webhooks${query}`, { key });
-    expect(res.status).toBe(200);
-    if (done(res.body.data) || Date.now() > deadline) return res.body.data;
-    await sleep(100);
-  }
+  const res = await eventuallyValue(
+    "the webhook analytics",
+    () => api(suite.p.baseUrl, "GET", `/analytics/webhooks${query}`, { key }),
+    (r) => r.status !== 200 || done(r.body.data),
+    8000,
+  );
+  expect(res.status).toBe(200);
+  return res.body.data;
 }
 const of = (body: any, id: string) => body.webhooks.find((w: any) => w.webhook_id === id);
 

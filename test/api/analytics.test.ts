@@ -1,6 +1,7 @@
 import { waitFor } from "../../tools/procs";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 const suite = usePlatform({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
@@ -14,7 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => rx.close());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const call = (method: string, path: string, key: string, body?: unknown) => api(suite.p.baseUrl, method, path, { key, body });
 async function key(owner: string, scopes: string[]) {
   const res = await call("POST", "/api-keys", owner, { name: scopes.join(" "), scopes });
@@ -23,13 +23,14 @@ async function key(owner: string, scopes: string[]) {
 }
 /** Usage as the analytics reader sees it, once the gateways' meters have flushed (every second). */
 async function usage(reader: string, query: string, settle: (body: any) => boolean = () => true) {
-  const deadline = Date.now() + 6000;
-  for (;;) {
-    const res = await call("GET", `/analytics/usage?${query}`, reader);
-    expect(res.status).toBe(200);
-    if (settle(res.body.data) || Date.now() > deadline) return res.body.data;
-    await sleep(200);
-  }
+  const res = await eventuallyValue(
+    "the usage to settle",
+    () => call("GET", `/analytics/usage?${query}`, reader),
+    (r) => r.status !== 200 || settle(r.body.data),
+    6000,
+  );
+  expect(res.status).toBe(200);
+  return res.body.data;
 }
 const sum = (buckets: any[], field: string, value: unknown, what: "count" | "errors" = "count") =>
   buckets.filter((b) => b[field] === value).reduce((n, b) => n + b[what], 0);
@@ -241,12 +242,12 @@ describe("run and delivery outcomes", () => {
       5000,
     );
     expect((await call("POST", `/workflows/${slow.id}/runs/${waiting.id}/cancel`, acme.live)).status).toBe(200);
-    const deadline = Date.now() + 5000;
-    let body: any;
-    do {
-      await sleep(100);
-      body = (await call("GET", "/analytics/workflows", acme.live)).body.data;
-    } while (body.total < 4 && Date.now() < deadline);
+    const body = await eventuallyValue(
+      "four runs counted",
+      async () => (await call("GET", "/analytics/workflows", acme.live)).body.data,
+      (b) => b.total >= 4,
+      5000,
+    );
     expect(body).toMatchObject({ total: 4, by_status: { succeeded: 2, failed: 1, cancelled: 1 }, success_rate: 0.5 });
     expect(body.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({ total: 2, success_rate: 1 });
     expect(body.workflows.find((w: any) => w.workflow_id === bad.id)).toMatchObject({
@@ -264,12 +265,12 @@ describe("run and delivery outcomes", () => {
     const broken = (await call("POST", "/webhooks", acme.test, { url: rx.url("/broken"), events: ["d.count"] })).body.data;
     rx.behave("/broken", () => ({ status: 503 }));
     await call("POST", "/events", acme.test, { type: "d.count" });
-    const deadline = Date.now() + 5000;
-    let body: any;
-    do {
-      await sleep(100);
-      body = (await call("GET", "/analytics/webhooks", acme.test)).body.data;
-    } while ((body.by_status.pending > 0 || body.total < 2) && Date.now() < deadline);
+    const body = await eventuallyValue(
+      "both deliveries settled",
+      async () => (await call("GET", "/analytics/webhooks", acme.test)).body.data,
+      (b) => b.by_status.pending === 0 && b.total >= 2,
+      5000,
+    );
     // One attempt succeeded, five failed (the broken endpoint's whole series).
     expect(body).toMatchObject({
       total: 2,

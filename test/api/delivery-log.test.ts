@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { waitFor } from "../../tools/procs";
 import { api, expectError, startPlatform, type Platform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { realTimePasses } from "../../tools/eventually";
 
 /**
  * The delivery log a customer debugs with (each attempt's request and answer) and the actions on
@@ -189,7 +190,7 @@ describe("a delivery log that shows what was sent and answered, and acts on it",
     const e1 = await emit(p, acme.live, "shop.sold", { n: 1 });
     await rx.waitFor(() => rx.byPath(a.path).length === 1 && rx.byPath(b.path).length === 1, 5000);
     const between = new Date(Date.now() + 1).toISOString();
-    await new Promise((r) => setTimeout(r, 5));
+    await realTimePasses(5, "the next events are created after `between`, at a later millisecond");
     const e2 = await emit(p, acme.live, "shop.returned", { n: 2 });
     const e3 = await emit(p, acme.live, "shop.sold", { n: 3 });
     await waitFor("all deliveries to a settled or pending", async () => {
@@ -245,9 +246,9 @@ describe("recovering a webhook's failed deliveries since a time", () => {
     rx.behave(wh.path, () => ({ status: 500 }));
     const before = await Promise.all([0, 1, 2].map((i) => emit(p, acme.live, "sync.item", { before: i })));
     await waitFor("the early deliveries to fail", async () => (await failed()) === 3);
-    await new Promise((r) => setTimeout(r, 2));
+    await realTimePasses(2, "`since` falls at a later millisecond than the early deliveries");
     const since = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 2));
+    await realTimePasses(2, "the later deliveries are created at a later millisecond than `since`");
     // 150 deliveries held at the receiver until all are stored, then failed (the webhook is disabled on the way).
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));

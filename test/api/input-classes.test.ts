@@ -4,6 +4,7 @@ import { request } from "undici";
 import { formatPath, MAX_JSON_DEPTH, type PathSegment } from "../../shared/api/json-limits";
 import { api, expectError, usePlatform, type ApiResponse } from "../helpers/platform";
 import { SPECIAL_KEYS } from "../helpers/odd-json";
+import { eventuallyValue } from "../../tools/eventually";
 
 /**
  * Whole classes of bad (and odd but good) input, through real HTTP: bodies nested just within and
@@ -16,7 +17,6 @@ const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETR
 const post = (path: string, raw: string): Promise<ApiResponse> =>
   api(suite.p.baseUrl, "POST", path, { key: suite.acme.live, raw, headers: { "content-type": "application/json" } });
 const call = (method: string, path: string, body?: unknown) => api(suite.p.baseUrl, method, path, { key: suite.acme.live, body });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Own members, `__proto__` included (an object literal or `o[k] = v` would set the prototype). */
 const objectOf = (entries: [string, unknown][]): Record<string, unknown> => Object.fromEntries(entries);
@@ -240,11 +240,13 @@ describe("odd keys and strings", () => {
       expect(JSON.stringify(started.body.data.input)).toBe(JSON.stringify(odd));
 
       const runPath = `/workflows/${created.body.data.id}/runs/${started.body.data.id}`;
-      let run: any;
-      for (const deadline = Date.now() + 8000; Date.now() < deadline; await sleep(25)) {
-        run = (await call("GET", runPath)).body.data;
-        if (run.status === "succeeded" || run.status === "failed") break;
-      }
+      const run = await eventuallyValue(
+        "the run to end",
+        async () => (await call("GET", runPath)).body.data,
+        (r) => r.status === "succeeded" || r.status === "failed",
+        8000,
+        25,
+      );
       expect(run.status).toBe("succeeded");
       expect(got).toHaveLength(1);
       const sent = JSON.stringify(
@@ -340,11 +342,13 @@ describe("answers of http steps", () => {
     hits = 0;
     const wf = (await call("POST", "/workflows", { name: "answers", trigger: { type: "manual" }, steps })).body.data;
     const run = (await call("POST", `/workflows/${wf.id}/runs`, {})).body.data;
-    for (const deadline = Date.now() + 8000; Date.now() < deadline; await sleep(20)) {
-      const now = (await call("GET", `/workflows/${wf.id}/runs/${run.id}`)).body.data;
-      if (["succeeded", "failed", "cancelled"].includes(now.status)) return now;
-    }
-    throw new Error("the run did not end");
+    return eventuallyValue(
+      "the run to end",
+      async () => (await call("GET", `/workflows/${wf.id}/runs/${run.id}`)).body.data,
+      (now) => ["succeeded", "failed", "cancelled"].includes(now.status),
+      8000,
+      20,
+    );
   }
 
   const nested = (levels: number) => '{"k":'.repeat(levels - 1) + '{"k":"bottom"}' + "}".repeat(levels - 1);

@@ -8,6 +8,7 @@ import type { SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, openCollection, type Collection, type Doc, type Store } from "../../shared/storage/types";
 import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 /**
  * Retention (EVENT_RETENTION_DAYS, 30 by default) and the bounds on a run's stored outputs, through
@@ -17,7 +18,6 @@ import { startReceiver, type Receiver } from "../helpers/receiver";
 const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "20" });
 
 const DAY = 24 * 60 * 60 * 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const call = (method: string, path: string, body?: unknown) => api(suite.p.baseUrl, method, path, { key: suite.acme.live, body });
 
 let rx: Receiver;
@@ -127,15 +127,8 @@ async function workflow(body: Record<string, unknown>): Promise<string> {
   return res.body.data.id;
 }
 
-async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline) throw new Error(`still ${JSON.stringify(value).slice(0, 2000)}`);
-    await sleep(25);
-  }
-}
+const until = <T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 10_000): Promise<T> =>
+  eventuallyValue("the condition", read, check, timeoutMs, 25);
 
 const ended = (wf: string, run: string, timeoutMs?: number) =>
   until(

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { waitFor } from "../../tools/procs";
 import { api, expectError, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 /** Short settings, so waits and retries play out within a test. */
 const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "30", WEBHOOK_RETRY_DELAYS_MS: "50,50,50,50" });
@@ -59,16 +60,14 @@ async function start(wfId: string, input?: unknown, key = suite.acme.live) {
 }
 
 /** Polls the run (every 25 ms) until `check` holds; answers it, or fails with its last state. */
-async function until(wfId: string, runId: string, check: (run: any) => boolean, timeoutMs = 8000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = (await call("GET", `/workflows/${wfId}/runs/${runId}`)).body.data;
-    if (check(run)) return run;
-    if (Date.now() > deadline)
-      throw new Error(`run ${runId} not in the state awaited within ${timeoutMs} ms; it is ${JSON.stringify(run)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = (wfId: string, runId: string, check: (run: any) => boolean, timeoutMs = 8000) =>
+  eventuallyValue(
+    `run ${runId} in the state awaited`,
+    async () => (await call("GET", `/workflows/${wfId}/runs/${runId}`)).body.data,
+    check,
+    timeoutMs,
+    25,
+  );
 const ended = (wfId: string, runId: string, timeoutMs?: number) =>
   until(wfId, runId, (r) => ["succeeded", "failed", "cancelled"].includes(r.status), timeoutMs);
 const completions = async (runId: string) =>

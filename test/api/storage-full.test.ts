@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { DATABASE_FILE } from "../../shared/storage/sqlite";
 import { api, expectError, startPlatform, type Platform, type TestOrg } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue, realTimePasses } from "../../tools/eventually";
 
 /**
  * Storage failures are honest (issue 15), on a real full disk: a small tmpfs mounted here holds
@@ -112,16 +113,8 @@ interface Target {
   filled?: true | Error;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await get();
-    if (check(v)) return v;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}; last: ${JSON.stringify(v)}`);
-    await sleep(50);
-  }
-}
+const until = <T>(what: string, get: () => Promise<T>, check: (v: T) => boolean, ms = 15_000): Promise<T> =>
+  eventuallyValue(what, get, check, ms);
 
 (skipReason ? describe.skip : describe)("a full disk under the whole platform (tmpfs)", () => {
   let p: Platform | undefined;
@@ -291,7 +284,7 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
 
     // The webhook retry falls due (2 s after the first attempt) while the disk is still full: its
     // claim fails, and the dispatcher backs off (1 s, 2 s, …) instead of trying every 500 ms poll.
-    await sleep(Math.max(0, firstAttemptAt + 4500 - Date.now()));
+    await realTimePasses(Math.max(0, firstAttemptAt + 4500 - Date.now()), "the dispatcher's back-off must hold its claims off meanwhile");
     expect(rx.byPath("/hook")).toHaveLength(1);
     expect(failedDeliveryWrites).toBeGreaterThanOrEqual(1);
     expect(failedDeliveryWrites).toBeLessThanOrEqual(4);
@@ -341,7 +334,8 @@ async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => bo
     );
     ids.events.push(held.body.data[0].id);
 
-    await sleep(1000); // nothing more arrives
+    // Nothing more can arrive: the run has ended and the delivery has succeeded, so neither is
+    // claimed or sent again.
     expect(target.got.filter((g) => g === "/hold")).toHaveLength(2);
     const deliveries = (await call("GET", `/webhooks/${webhookId}/deliveries?per_page=100`)).body.data;
     expect(

@@ -1,6 +1,7 @@
 import { api, expectError, startPlatform, type Platform } from "../helpers/platform";
 import { createHmac } from "node:crypto";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 /** Short settings, so retries and time-outs play out within a test. */
 const FAST = { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_DELAYS_MS: "60,60,60,60" };
@@ -43,17 +44,15 @@ const standardSignature = ([secret]: string[], id: string, ts: number, body: str
   `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
     .update(`${id}.${ts}.${body}`)
     .digest("base64")}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls the delivery log until `check` holds for the delivery of `eventId`. */
 async function settled(key: string, webhookId: string, eventId: string, status: string, timeoutMs = 8000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = (await deliveries(key, webhookId)).data.find((d: any) => d.event_id === eventId);
-    if (found?.status === status) return found;
-    if (Date.now() > deadline) throw new Error(`delivery of ${eventId} is ${JSON.stringify(found)}, not ${status}`);
-    await sleep(40);
-  }
+  return eventuallyValue(
+    `the delivery of ${eventId} to be ${status}`,
+    async () => (await deliveries(key, webhookId)).data.find((d: any) => d.event_id === eventId),
+    (found) => found?.status === status,
+    timeoutMs,
+  );
 }
 
 describe("POST /webhooks and its siblings", () => {
@@ -325,12 +324,12 @@ describe("delivery", () => {
     const watcher = await hook(acme.live, ["webhook.disabled"]);
     rx.behave(broken.path, () => ({ status: 503 }));
     for (let i = 0; i < 10; i++) await emit(acme.live, "doomed.type", { i });
-    const deadline = Date.now() + 10_000;
-    let state: any;
-    do {
-      await sleep(100);
-      state = (await api(p.baseUrl, "GET", `/webhooks/${broken.id}`, { key: acme.live })).body.data;
-    } while (state.status !== "disabled" && Date.now() < deadline);
+    const state = await eventuallyValue(
+      "the webhook disabled",
+      async () => (await api(p.baseUrl, "GET", `/webhooks/${broken.id}`, { key: acme.live })).body.data,
+      (s) => s.status === "disabled",
+      10_000,
+    );
     expect(state).toMatchObject({ status: "disabled", consecutive_failures: 10 });
     expect(state.disabled_reason).toContain("10 deliveries");
     const failed = await deliveries(acme.live, broken.id, "&status=failed");

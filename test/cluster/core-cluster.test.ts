@@ -13,6 +13,7 @@ import {
   type NatsServer,
   type NodeProc,
 } from "../helpers/cluster";
+import { eventually } from "../../tools/eventually";
 
 /**
  * Four processes over a real nats-server, all on one SQLite file: keys and auth, orgs on its own, and two
@@ -136,7 +137,13 @@ describe("the core over NATS", () => {
     expect(res.headers["retry-after"]).toBe("1");
     orgsNode = startNode("orgs2", { TRANSPORTER: nats.url, DATA_DIR: dir.path, SERVICES: "orgs" });
     nodes.push(orgsNode);
-    await waitFor("orgs to come back", async () => (await api(g1, "GET", `/orgs/${orgId}`, { key })).status === 200);
+    // Should it not come back, the failure says why: the last answer, and the new node's state and output.
+    await eventually("orgs to come back", async () => {
+      const res = await api(g1, "GET", `/orgs/${orgId}`, { key });
+      if (res.status === 200) return true;
+      const state = orgsNode.child.exitCode !== null ? `exited with ${orgsNode.child.exitCode}` : "running";
+      throw new Error(`answered ${res.status} ${JSON.stringify(res.body)}; orgs2 ${state}; its output: ${orgsNode.output().slice(-3000)}`);
+    });
   });
 
   it("holds the rate limit for the cluster, not per gateway", async () => {

@@ -13,6 +13,7 @@ import { openCollection, type Collection, type Doc, type IndexSpec, type Scope, 
 import { waitFor } from "../../tools/procs";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 /**
  * No request's cost grows with the data stored: every list and analytics endpoint, asked through
@@ -84,7 +85,6 @@ function countingStore(inner: Store, reads: Reads): Store {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HOUR = 3_600_000;
 /** A long analytics window: day rows inside it, hour rows at its ends. */
 const EIGHTY_DAYS_AGO = new Date(Date.now() - 80 * 24 * HOUR).toISOString();
@@ -183,17 +183,18 @@ async function growTo(total: number): Promise<void> {
   }
   const deliveries = inner.collection<Doc & { status: string }>("webhook_deliveries");
   const runs = inner.collection<Doc & { status: string }>("workflow_runs");
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const [delivered, pending, ended] = await Promise.all([
-      deliveries.count(tenant, { webhook_id: ok.id, status: "succeeded" }),
-      deliveries.count(tenant, { status: "pending" }),
-      runs.count(tenant, { workflow_id: wf.id, status: "succeeded" }),
-    ]);
-    if (delivered === total && pending === 0 && ended === total) break;
-    if (Date.now() > deadline) throw new Error(`not settled: ${delivered} delivered, ${pending} pending, ${ended} runs ended of ${total}`);
-    await sleep(100);
-  }
+  await eventuallyValue(
+    `every delivery and run of ${total} settled ([delivered, pending, runs ended])`,
+    () =>
+      Promise.all([
+        deliveries.count(tenant, { webhook_id: ok.id, status: "succeeded" }),
+        deliveries.count(tenant, { status: "pending" }),
+        runs.count(tenant, { workflow_id: wf.id, status: "succeeded" }),
+      ]),
+    ([delivered, pending, ended]) => delivered === total && pending === 0 && ended === total,
+    120_000,
+    100,
+  );
   // The outcome counters are written at the end of the turn that counted them.
   const settled = await deliveries.count(tenant, {});
   await waitFor("the outcome counters to hold every settled delivery and ended run", async () => {

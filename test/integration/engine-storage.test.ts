@@ -10,6 +10,7 @@ import { ApiError } from "../../shared/errors";
 import { eventDoc, EVENTS, type EventDoc, type PublishedEvent } from "../../shared/records/events";
 import { SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, openCollection, type Collection, type Doc } from "../../shared/storage/types";
+import { eventually, realTimePasses } from "../../tools/eventually";
 
 /**
  * The run engine against a store whose writes fail with `storage_unavailable` (a full disk, as the
@@ -66,13 +67,9 @@ function workflowOf(steps: Step[]): WorkflowDoc {
   };
 }
 
-async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = async (check: () => Promise<boolean>, ms: number, what: string): Promise<void> => {
+  await eventually(what, check, ms, 25);
+};
 
 let dir: string;
 let store: SqliteStore;
@@ -230,8 +227,7 @@ describe("run engine on a failing store", () => {
     const run = newRun(wf, {}, { type: "manual" }, Date.now());
     await runs.insert(run);
     e.wake(run.id); // rejected by the store: must not become an unhandled rejection
-    // A fixed window: how many claims the engine tries within it is what is measured.
-    await new Promise((r) => setTimeout(r, 3200));
+    await realTimePasses(3200, "how many claims the engine tries within a fixed window is what is measured");
     // Polls back off (1 s, 2 s, …) instead of writing every 500 ms: the wake-up and at most 3 polls in 3.2 s.
     const failedClaims = calls.filter((c) => c === "update").length;
     expect(failedClaims).toBeGreaterThanOrEqual(2);

@@ -11,13 +11,13 @@ import { openCollection, type Doc } from "../../shared/storage/types";
 import { waitFor } from "../../tools/procs";
 import { api, type Bootstrap } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { eventuallyValue } from "../../tools/eventually";
 
 /**
  * Outcome counters stay exact when several nodes count into the same rows at once: two platforms
  * on one database file, each through its own SQLite connection (as two processes would be), both
  * dispatching and running; the counters must equal what the delivery log and the runs say.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let dir: string;
 const stores: SqliteStore[] = [];
@@ -85,17 +85,18 @@ it("counts every attempt, settlement and run once across two nodes writing the s
 
   const deliveries = stores[0].collection<DeliveryDoc>("webhook_deliveries");
   const runs = stores[0].collection<Doc & { status: string; workflow_id: string }>("workflow_runs");
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const [made, pending, ended] = await Promise.all([
-      deliveries.count(tenant, { webhook_id: hook.id }),
-      deliveries.count(tenant, { webhook_id: hook.id, status: "pending" }),
-      runs.count(tenant, { workflow_id: wf.id, status: "succeeded" }),
-    ]);
-    if (made === total && pending === 0 && ended === total) break;
-    if (Date.now() > deadline) throw new Error(`not settled: ${made} made, ${pending} pending, ${ended} runs ended`);
-    await sleep(100);
-  }
+  await eventuallyValue(
+    "every delivery and run settled ([made, pending, runs ended])",
+    () =>
+      Promise.all([
+        deliveries.count(tenant, { webhook_id: hook.id }),
+        deliveries.count(tenant, { webhook_id: hook.id, status: "pending" }),
+        runs.count(tenant, { workflow_id: wf.id, status: "succeeded" }),
+      ]),
+    ([made, pending, ended]) => made === total && pending === 0 && ended === total,
+    60_000,
+    100,
+  );
   // The outcome counters are written at the end of the turn that counted them.
   await waitFor("the outcome counters to hold every settled delivery and ended run", async () => {
     for (const period of ["hour", "day"] as const) {

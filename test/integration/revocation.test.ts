@@ -3,6 +3,7 @@ import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
 import { startNats, tempDir, waitFor, type NatsServer } from "../helpers/cluster";
 import { api, expectError } from "../helpers/platform";
+import { eventually } from "../../tools/eventually";
 
 /**
  * Revocation to a gateway that is serving while the core's registry does not list it: lost after
@@ -112,8 +113,7 @@ describe("revocation while the core has lost sight of a live gateway", () => {
         .getServiceList({ onlyAvailable: true })
         .filter((s) => s.name === "auth")
         .map((s) => s.nodeID);
-    const until = Date.now() + 5000;
-    while (authNodes().length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await eventually("both auth nodes listed", () => authNodes().length >= 2, 5000, 20).catch(() => undefined);
     expect(authNodes().sort()).toEqual(["auth2", "core"]);
 
     // One lookup on gw2: one of the two auth nodes answers it; both must learn that gw2 may cache.

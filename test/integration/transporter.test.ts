@@ -2,6 +2,7 @@ import { ServiceBroker, type Context } from "moleculer";
 import { MsgpackrSerializer } from "../../shared/runtime/serializer";
 import { BatchingNatsTransporter } from "../../shared/runtime/transporter";
 import { startNats, waitFor, type NatsServer } from "../helpers/cluster";
+import { eventually } from "../../tools/eventually";
 
 /**
  * The batching NATS transporter between two brokers over a real nats-server: packets held for the
@@ -58,8 +59,7 @@ it("answers many concurrent calls, each with its own answer, and keeps events in
   expect(await Promise.all(ns.map((n) => client.call("echo.slow", { n })))).toEqual(ns);
 
   for (const n of ns) client.emit("tick.sent", { n });
-  const until = Date.now() + 5000;
-  while (seen.length < ns.length && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  await eventually("every tick received", () => seen.length >= ns.length, 5000, 10).catch(() => undefined);
   expect(seen).toEqual(ns);
 });
 
@@ -91,12 +91,10 @@ it("sends what it still holds before a stopping broker closes its connection", a
   // Emitted and stopped in the same turn: the event is still only held by the transporter.
   void leaver.emit("last.words", { text: "goodbye" });
   await leaver.stop();
-  const until = Date.now() + 5000;
-  while (got.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  await eventually("the last words", () => got.length > 0, 5000, 10).catch(() => undefined);
   expect(got).toEqual(["goodbye"]);
   // The stop's DISCONNECT packet went out too: the listener dropped the node at once, without waiting for missed heartbeats.
-  const until2 = Date.now() + 2000;
-  while (listener.registry.nodes.get("leaver")?.available && Date.now() < until2) await new Promise((r) => setTimeout(r, 10));
+  await eventually("the leaver dropped", () => !listener.registry.nodes.get("leaver")?.available, 2000, 10).catch(() => undefined);
   expect(listener.registry.nodes.get("leaver")?.available).toBe(false);
 });
 
