@@ -16,7 +16,7 @@ export function natsOptions(transporter: string, auth: NatsAuth): Record<string,
     servers: urls.map((u) => u.host),
     ...(auth.token !== undefined ? { token: auth.token } : user !== undefined && { user, pass }),
     ...(auth.tls && { tls: auth.tls }),
-    // A lost connection is retried twice a second, for ever; a silent one is noticed within ~15 s.
+    // A lost connection is retried twice a second, for ever; a silent one is noticed within about 15 s.
     reconnectTimeWait: 500,
     pingInterval: 5_000,
     maxPingOut: 2,
