@@ -7,6 +7,11 @@ import { promisify } from "node:util";
 import { request } from "undici";
 import { freePort, waitFor } from "../../tools/procs";
 import { api, startPlatform, type Platform, type TestOrg } from "../helpers/platform";
+import { ERROR_CODES } from "../../shared/errors";
+import { SCOPE_NAMES } from "../../shared/api/scopes";
+import { SYSTEM_EVENT_TYPES } from "../../shared/records/events";
+import { STEP_TYPES } from "../../services/workflows/workflows.logic";
+import { ROUTES } from "../../services/gateway/routes";
 import { anchorsOf, codeBlocks, docFiles, linkProblems, markers, relativeLinks, slugOf } from "./markdown";
 
 /**
@@ -80,6 +85,28 @@ describe("README.md and docs/", () => {
     }
     const marked = new Set(codeBlocks(md).flatMap((b) => (b.marker ? [b.marker] : [])));
     for (const { marker, line } of markers(md)) expect({ file, line, marker, before: marked.has(marker) }).toMatchObject({ before: true });
+  });
+
+  it("agrees with the code: every error code, scope, system event type, step type and route is documented", () => {
+    const conventions = read("docs/api-conventions.md");
+    for (const [code, { status }] of Object.entries(ERROR_CODES)) {
+      const row = conventions.split("\n").find((l) => l.startsWith("| ") && l.includes(`\`${code}\``));
+      expect({ code, row: row?.includes(String(status)) ?? false }).toEqual({ code, row: true });
+    }
+    const concepts = read("docs/concepts.md");
+    for (const scope of SCOPE_NAMES) expect({ scope, row: concepts.includes(`| \`${scope}\` |`) }).toEqual({ scope, row: true });
+    for (const type of Object.keys(SYSTEM_EVENT_TYPES))
+      expect({ type, row: concepts.includes(`| \`${type}\` |`) }).toEqual({ type, row: true });
+    const workflows = anchorsOf(read("docs/workflows/README.md"));
+    for (const type of [...STEP_TYPES, "manual-trigger", "event-trigger"])
+      expect({ type, section: workflows.has(type) }).toEqual({ type, section: true });
+    // Every route's path, under its own last segments, in the scope table (`…/approve` stands for the run's actions).
+    const scopeTable = concepts.split("## Scopes")[1].split("\n## ")[0];
+    for (const route of ROUTES) {
+      const tail = route.path.split("/").slice(-1)[0];
+      const written = scopeTable.includes(route.path) || scopeTable.includes(`…/${tail}`);
+      expect({ route: `${route.method} ${route.path}`, written }).toEqual({ route: `${route.method} ${route.path}`, written: true });
+    }
   });
 
   it("benchmarks.md names, in each section with a table, the command that prints it, and the command exists", () => {
