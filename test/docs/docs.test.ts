@@ -13,7 +13,7 @@ import { SYSTEM_EVENT_TYPES } from "../../shared/records/events";
 import { STEP_TYPES } from "../../services/workflows/workflows.logic";
 import { ROUTES } from "../../services/gateway/routes";
 import { expectTamperedRefused, Receiver } from "./receivers";
-import { anchorsOf, codeBlocks, docFiles, linkProblems, markers, relativeLinks, slugOf } from "./markdown";
+import { anchorsOf, codeBlocks, docFiles, linkProblems, markers, relativeLinks, repoPaths, slugOf } from "./markdown";
 
 /**
  * The docs cannot drift from the platform: every relative link and anchor of README.md and docs/
@@ -44,6 +44,12 @@ describe("the Markdown reader", () => {
       ["sh", undefined],
       ["json", "workflow"],
     ]);
+  });
+
+  it("reads repository paths from inline code, leaving placeholders out", () => {
+    const md =
+      "`services/gateway/routes.ts` and `test/unit/<source path>.test.ts`, `shared/{api,net}/`, `bench/core.ts:12`\n```sh\nnode tools/x.js\n```\n`npm run x`";
+    expect(repoPaths(md)).toEqual(["services/gateway/routes.ts", "bench/core.ts"]);
   });
 
   it("refuses a broken link, a missing anchor and a link into a missing folder", () => {
@@ -77,6 +83,11 @@ describe("README.md and docs/", () => {
 
   it.each(FILES)("%s: every relative link resolves, anchors included", (file) => {
     expect(linkProblems(join(ROOT, file))).toEqual([]);
+  });
+
+  it.each(FILES)("%s: every repository path it names in code exists", (file) => {
+    const missing = repoPaths(read(file)).filter((path) => !existsSync(join(ROOT, path)));
+    expect({ file, missing }).toEqual({ file, missing: [] });
   });
 
   it.each(FILES)("%s: every json block parses, and every marker stands before a code block", (file) => {

@@ -141,3 +141,17 @@ export function docFiles(root: string): string[] {
     );
   return ["README.md", ...walk(join(root, "docs")).map((f) => relative(root, f))].sort();
 }
+
+const REPO_DIRS = /^(app|bench|bin|clients|dashboard|docs|scripts|services|shared|test|tools)\//;
+
+/** Repository paths a file names in inline code (`services/gateway/routes.ts`), placeholders (`<name>`, `{a,b}`, `…`) left out. */
+export function repoPaths(md: string): string[] {
+  const paths = new Set<string>();
+  for (const line of prose(md)) {
+    for (const m of line.matchAll(/`([^`]*)`/g)) {
+      const text = m[1].split(":")[0];
+      if (REPO_DIRS.test(text) && !/[<{…*\s]/.test(text)) paths.add(text);
+    }
+  }
+  return [...paths];
+}
