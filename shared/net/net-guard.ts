@@ -94,6 +94,8 @@ export interface TargetRules {
 }
 
 const refuse = (message: string) => new ApiError("url_not_allowed", message, { param: "url" });
+/** Said with every refusal a local setup meets, so the setting that lifts it is named where it is needed. */
+const LOCAL_USE = "for local use only, start the server with WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it";
 const invalid = (message: string) => new ApiError("parameter_invalid", message, { param: "url" });
 
 const defaultResolve = async (host: string): Promise<string[]> =>
@@ -112,7 +114,7 @@ export async function checkTargetUrl(raw: string, rules: TargetRules, resolve = 
   if (url.username || url.password) throw invalid("url must not carry a user name or password");
   if (rules.allowPrivate) return url;
   if (url.protocol === "http:" && rules.environment !== "test")
-    throw refuse("webhook URLs must use https (http is accepted in the test environment only)");
+    throw refuse(`webhook URLs must use https (http is accepted in the test environment only); ${LOCAL_USE}`);
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   let addresses: string[];
   if (isIP(host)) addresses = [host];
@@ -125,7 +127,7 @@ export async function checkTargetUrl(raw: string, rules: TargetRules, resolve = 
     if (addresses.length === 0) throw refuse(`the host '${host}' does not resolve`);
   }
   // Which address is not said: the answer would map the platform's own network for a caller.
-  if (addresses.some(isPrivateAddress)) throw refuse("the host resolves to a private address");
+  if (addresses.some(isPrivateAddress)) throw refuse(`the host resolves to a private address; ${LOCAL_USE}`);
   return url;
 }
 

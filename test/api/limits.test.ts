@@ -309,7 +309,9 @@ describe("the SSRF guard", () => {
     ]) {
       const res = await api(p.baseUrl, "POST", "/webhooks", { key: live, body: { url, events: ["*"] } });
       expectError(res, 400, "url_not_allowed", "url");
-      expect(res.body.error.message).toBe("the host resolves to a private address");
+      expect(res.body.error.message).toBe(
+        "the host resolves to a private address; for local use only, start the server with WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it",
+      );
     }
   });
 });

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 
 /**
- * One owner per collection (ARCHITECTURE.md, "Who owns which collection"): every service declares
+ * One owner per collection (docs/architecture.md, "Who owns which collection"): every service declares
  * its collections through StoreMixin, the declared owners are disjoint, every collection read or
  * found in the store file has exactly one owner, and a collection a service only reads is a view
  * without write methods, refused at run time as at compile time.

@@ -4,8 +4,8 @@ import { CLI_SETTING_NAMES, loadCliSettings } from "../../../../bin/cli/settings
 import { SettingsError } from "../../../../shared/config";
 
 describe("the CLI's settings", () => {
-  it("each has a row in the README's Configuration table", () => {
-    const readme = readFileSync(join(__dirname, "../../../../README.md"), "utf8");
+  it("each has a row in the Configuration table of docs/operations", () => {
+    const readme = readFileSync(join(__dirname, "../../../../docs/operations/README.md"), "utf8");
     for (const name of CLI_SETTING_NAMES) expect({ name, listed: readme.includes(`| \`${name}\` |`) }).toEqual({ name, listed: true });
   });
 

@@ -50,6 +50,18 @@ describe("checkTargetUrl", () => {
     await expect(checkTargetUrl("http://127.0.0.1:9/x", { allowPrivate: true, environment: "live" })).resolves.toBeInstanceOf(URL);
   });
 
+  it("names the setting that allows a local receiver, and says it is for local use", async () => {
+    for (const [url, environment] of [
+      ["http://localhost:4242/hooks", "test"],
+      ["https://127.0.0.1:4242/hooks", "live"],
+      ["http://hooks.example.com/x", "live"],
+    ] as const) {
+      const err = await checkTargetUrl(url, { allowPrivate: false, environment }, async () => ["127.0.0.1"]).catch((e: unknown) => e);
+      expect(err).toMatchObject({ type: "url_not_allowed" });
+      expect((err as Error).message).toMatch(/for local use only, start the server with WEBHOOK_ALLOW_PRIVATE_TARGETS=true/);
+    }
+  });
+
   it("refuses what is not an http(s) URL, or is too long, or carries credentials", async () => {
     await expect(checkTargetUrl("nope", live)).rejects.toMatchObject({ type: "parameter_invalid", data: { param: "url" } });
     await expect(checkTargetUrl(`https://a.example/${"x".repeat(2048)}`, live)).rejects.toMatchObject({ type: "parameter_invalid" });
@@ -111,12 +123,18 @@ describe("isPrivateAddress, IPv6 forms that carry or reach an inner address", ()
     const live = { allowPrivate: false, environment: "live" as const };
     for (const host of ["[::127.0.0.1]", "[::ffff:0:7f00:1]", "[64:ff9b:1::a00:1]", "[2002:a00:1::1]", "[fec0::1]"]) {
       const err = await checkTargetUrl(`https://${host}/hook`, live).catch((e: unknown) => e);
-      expect(err).toMatchObject({ type: "url_not_allowed", message: "the host resolves to a private address" });
+      expect(err).toMatchObject({
+        type: "url_not_allowed",
+        message:
+          "the host resolves to a private address; for local use only, start the server with WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it",
+      });
     }
     const viaDns = await checkTargetUrl("https://hooks.example.com/x", live, async () => ["93.184.215.14", "10.0.0.7"]).catch(
       (e: unknown) => e,
     );
-    expect((viaDns as Error).message).toBe("the host resolves to a private address");
+    expect((viaDns as Error).message).toBe(
+      "the host resolves to a private address; for local use only, start the server with WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow it",
+    );
     expect((viaDns as Error).message).not.toContain("10.0.0.7");
   });
 });
