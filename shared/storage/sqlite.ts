@@ -354,8 +354,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return { items, total };
   }
 
-  async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    checkUpdate(update);
+  async update(scope: Scope, filter: Filter, changes: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
+    const update = checkUpdate(changes);
     return this.write(() => {
       const { sql, params } = this.select(scope, filter, { sort: options.sort, limit: 1 });
       const row = this.stmt(sql).get(...params) as Row | undefined;
@@ -381,8 +381,8 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return changes.size > 0 ? changes : null;
   }
 
-  async updateMany(scope: Scope, filter: Filter, update: Update): Promise<number> {
-    checkUpdate(update);
+  async updateMany(scope: Scope, filter: Filter, changes: Update): Promise<number> {
+    const update = checkUpdate(changes);
     return this.write(() => {
       const columns = this.columnsUpdate(update);
       const compiled = this.layout.compile(scope, filter);
@@ -586,9 +586,9 @@ export class SqliteStore implements Store {
     const collections = writes.map((w) => {
       const col = this.collections.get(w.collection.name) as SqliteCollection<Doc> | undefined;
       if (!col) throw new ApiError("internal_error", `storage: '${w.collection.name}' is not a collection of this store`);
-      if (w.op === "update") checkUpdate(w.update);
       return col;
     });
+    const updates = writes.map((w) => (w.op === "update" ? checkUpdate(w.update) : undefined));
     await Promise.all([...new Set(collections)].map((c) => c.prepare()));
     return this.writer.submit(() => {
       const db = this.db;
@@ -601,7 +601,7 @@ export class SqliteStore implements Store {
             out.push(write.doc);
             continue;
           }
-          const doc = collections[i].updateNow(write.scope, write.filter, write.update);
+          const doc = collections[i].updateNow(write.scope, write.filter, updates[i]!);
           if (!doc) {
             db.exec("ROLLBACK TO atomically");
             db.exec("RELEASE atomically");
@@ -628,6 +628,11 @@ export class SqliteStore implements Store {
       this.db.exec("CREATE TABLE IF NOT EXISTS _probe (id INTEGER PRIMARY KEY, at TEXT NOT NULL)");
       this.statement("INSERT INTO _probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at").run(at);
     });
+  }
+
+  /** The file is open once constructed (a failure to open it throws there). */
+  opened(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** Answers every write asked for, then closes the file (the last process to close checkpoints it). */
