@@ -42,8 +42,10 @@ export class MongooseStore implements Store, CollectionHost {
     this.warn = options.warn ?? ((message) => process.emitWarning(message, "StorageWarning"));
     this.conn = mongoose.createConnection();
     this.conn.on("error", (err: Error) => this.warn(`storage: MongoDB connection error: ${err.message}`));
+    let connectedOnce = false;
+    this.conn.on("connected", () => (connectedOnce = true));
     this.conn.on("disconnected", () => {
-      if (!this.closing) this.warn("storage: lost the connection to MongoDB; operations answer 503 until it is back");
+      if (connectedOnce && !this.closing) this.warn("storage: lost the connection to MongoDB; operations answer 503 until it is back");
     });
     this.conn.on("reconnected", () => this.warn("storage: connected to MongoDB again"));
     this.connect = retried(async () => {

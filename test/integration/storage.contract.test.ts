@@ -9,6 +9,7 @@ import { openStore } from "../../shared/storage";
 import { MongooseStore } from "../../shared/storage/mongoose";
 import { DATABASE_FILE, SqliteStore } from "../../shared/storage/sqlite";
 import { ALL_TENANTS, type Doc } from "../../shared/storage/types";
+import { withDatabase } from "../helpers/platform";
 import { describeStoreContract, type StoreUnderTest } from "../helpers/store-contract";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "wfp-s-"));
@@ -36,25 +37,27 @@ const ADAPTERS: [string, () => Promise<StoreUnderTest>, { persistent?: boolean }
   ],
 ];
 
-// No MongoDB server can run on this machine; wherever MONGO_URL points to one, it is tested too.
+// Wherever MONGO_URL points to a MongoDB replica set, it is tested too (npm run test:mongo).
 const mongoUrl = process.env.MONGO_URL;
 if (mongoUrl) {
   ADAPTERS.push([
     "MongoDB (mongoose)",
     async () => {
-      const url = new URL(mongoUrl);
-      url.pathname = `/wfp_contract_${process.pid}_${Date.now()}`;
-      let store = new MongooseStore(url.toString());
+      const url = withDatabase(mongoUrl, `wfp_contract_${process.pid}_${Date.now()}`);
+      let store = new MongooseStore(url);
+      // A standalone server or an unreachable one fails here, saying which.
+      await store.opened();
+      await store.probe();
       return {
         store,
         async reopen() {
           await store.close();
-          store = new MongooseStore(url.toString());
+          store = new MongooseStore(url);
           return store;
         },
         async stop() {
           await store.close();
-          const conn = await mongoose.createConnection(url.toString()).asPromise();
+          const conn = await mongoose.createConnection(url).asPromise();
           await conn.dropDatabase();
           await conn.close();
         },
