@@ -51,6 +51,8 @@ const TIME_LIMIT = { maxTimeMS: OPERATION_TIMEOUT_MS } as const;
 /** One collection, through the driver that mongoose's connection holds. */
 export class MongoCollection<T extends Doc> implements Collection<T> {
   private readonly specs = new Map<string, IndexSpec>();
+  /** Whether the indexes declared so far have been looked at (or are being). */
+  private looked = false;
   inspected: () => Promise<IndexPlan> = () => Promise.reject(new Error("not declared"));
   /** The unique indexes, which writes wait for; the others are built meanwhile. */
   private indexed: () => Promise<void> = () => Promise.resolve();
@@ -72,7 +74,8 @@ export class MongoCollection<T extends Doc> implements Collection<T> {
   declare(indexes: IndexSpec[]): void {
     const before = this.specs.size;
     for (const spec of indexes) this.specs.set(indexName(spec), spec);
-    if (this.specs.size === before && before > 0) return;
+    if (this.specs.size === before && this.looked) return;
+    this.looked = true;
     this.inspected = retried(async () => {
       const db = await this.store.db();
       const existing = (await this.driver(db)
