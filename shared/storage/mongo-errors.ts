@@ -45,9 +45,14 @@ const UNAVAILABLE_CLASSES: [new (...args: never[]) => Error, string][] = [
   [mongo.MongoExpiredSessionError, "the connection to MongoDB is closed"],
 ];
 
-/** Errors outside the driver's classes: mongoose's own first-connection failure. */
+/**
+ * Errors by name, whose classes the driver does not export (its connection pool's) or that are not
+ * the driver's (mongoose's own first-connection failure).
+ */
 const UNAVAILABLE_NAMES: Readonly<Record<string, string>> = {
   MongooseServerSelectionError: "no MongoDB server (or no primary) could be reached",
+  MongoWaitQueueTimeoutError: "MongoDB did not answer in time",
+  MongoPoolClosedError: "the connection to MongoDB is closed",
 };
 
 /** Labels the server or the driver put on an error that may pass if the operation is tried again. */

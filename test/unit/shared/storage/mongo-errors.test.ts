@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import fc from "fast-check";
 import mongoose from "mongoose";
 import { countsAgainstNode } from "../../../../moleculer.config";
@@ -42,6 +43,13 @@ describe("a failure of MongoDB, as an operation answers it", () => {
     expectUnavailable(new mongo.MongoServerClosedError());
     expectUnavailable(new mongo.MongoOperationTimeoutError("Timed out during operation"));
     expectUnavailable(new mongo.MongoExpiredSessionError());
+  });
+
+  it("answers 503 when the connection pool is closed or no connection of it frees in time", () => {
+    // The pool's errors, which the driver does not export, from the driver mongoose loads.
+    const pool = createRequire(require.resolve("mongoose"))("mongodb/lib/cmap/errors") as Record<string, new (...args: unknown[]) => Error>;
+    expectUnavailable(new pool.WaitQueueTimeoutError("Timed out while checking out a connection from connection pool", "127.0.0.1:27017"));
+    expectUnavailable(new pool.PoolClosedError({ address: "127.0.0.1:27017" }));
   });
 
   it("answers 503 for mongoose's failed first connection", () => {
