@@ -91,7 +91,11 @@ export class MongoCollection<T extends Doc> implements Collection<T> {
       return plan;
     });
     this.indexed = retried(async () => this.build((await this.inspected()).create.filter((i) => i.unique)));
-    this.backgroundIndexed = retried(async () => this.build((await this.inspected()).create.filter((i) => !i.unique)));
+    // After the unique ones: one createIndexes at a time per collection.
+    this.backgroundIndexed = retried(async () => {
+      await this.indexed().catch(() => undefined);
+      await this.build((await this.inspected()).create.filter((i) => !i.unique));
+    });
     this.indexed().catch(() => undefined);
     this.backgroundIndexed().catch(() => undefined);
   }
