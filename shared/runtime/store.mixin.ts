@@ -104,6 +104,10 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
       claim(this.broker, service, [...owned]);
       for (const [key, spec] of Object.entries(declaration.owns)) vars[key] = store.collection(spec.name, spec.indexes);
       for (const [key, spec] of Object.entries(declaration.reads ?? {})) vars[key] = readView(store.collection(spec.name, spec.indexes));
+      // Awaited in started(): a store that cannot be used as configured stops the start, with its reason.
+      const opened = store.opened();
+      opened.catch(() => undefined);
+      vars.storeOpened = opened;
       const own = ownStore(store, service, owned);
       vars.store = own;
       if (declaration.outbox) {
@@ -111,7 +115,8 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
         vars.outbox = new Outbox(own, store.collection<OutboxRow>(spec.name, spec.indexes), this.broker, this.logger);
       }
     },
-    started() {
+    async started() {
+      await (this as unknown as { storeOpened: Promise<void> }).storeOpened;
       (this as unknown as { outbox?: Outbox }).outbox?.start();
     },
     async stopped() {

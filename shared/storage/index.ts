@@ -25,6 +25,7 @@ function acquire(key: string, open: () => Store): Store {
     collection: (name, indexes) => held.store.collection(name, indexes),
     atomically: (writes) => held.store.atomically(writes),
     probe: () => held.store.probe(),
+    opened: () => held.store.opened(),
     async close() {
       if (released) return;
       released = true;

@@ -1,6 +1,8 @@
+import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 import { ApiError } from "../errors";
+import type { CheckpointerData } from "./sqlite-checkpointer.cjs";
 
 /** Operations of one transaction at most, so no batch holds the write lock (or this thread) for long. */
 const MAX_BATCH = 256;
@@ -18,24 +20,6 @@ export const BUSY_GIVE_UP_MS = 10_000;
  */
 const CHECKPOINT_MS = 250;
 const WAL_RESTART_BYTES = 16 * 1024 * 1024;
-const CHECKPOINTER = `
-const { workerData, parentPort } = require("node:worker_threads");
-const { DatabaseSync } = require("node:sqlite");
-const { statSync } = require("node:fs");
-const db = new DatabaseSync(workerData.file, { timeout: 2000 });
-db.exec("PRAGMA wal_autocheckpoint = 0");
-const timer = setInterval(() => {
-  try {
-    let wal = 0;
-    try { wal = statSync(workerData.file + "-wal").size; } catch {}
-    db.exec("PRAGMA wal_checkpoint(PASSIVE)");
-    if (wal > workerData.restartBytes) db.exec("PRAGMA wal_checkpoint(RESTART)");
-  } catch (err) {
-    // Busy (another process checkpoints) or a failing disk: the next turn tries again.
-  }
-}, workerData.everyMs);
-parentPort.on("message", () => { clearInterval(timer); db.close(); parentPort.close(); });
-`;
 
 /** SQLite's primary result codes that matter here (the extended code's low byte). */
 const SQLITE_BUSY = 5;
@@ -177,9 +161,16 @@ export class Writer {
   }
 }
 
+/**
+ * The checkpoint thread's module beside this one: `sqlite-checkpointer.cjs` as compiled into dist/,
+ * or its source `.cts` where this file runs as TypeScript (jest), which Node runs with its types stripped.
+ */
+export const CHECKPOINTER_FILE = join(__dirname, __filename.endsWith(".ts") ? "sqlite-checkpointer.cts" : "sqlite-checkpointer.cjs");
+
 /** Starts the checkpoint thread of the database `file` (see CHECKPOINT_MS); it never keeps the process alive. */
 export function startCheckpointer(file: string): Worker {
-  const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { file, everyMs: CHECKPOINT_MS, restartBytes: WAL_RESTART_BYTES } });
+  const workerData: CheckpointerData = { file, everyMs: CHECKPOINT_MS, restartBytes: WAL_RESTART_BYTES };
+  const worker = new Worker(CHECKPOINTER_FILE, { workerData });
   worker.unref();
   worker.on("error", (err) => process.emitWarning(`storage: the checkpoint thread failed: ${err.message}`));
   return worker;

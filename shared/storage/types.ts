@@ -177,6 +177,12 @@ export interface Store {
    * a full disk or an unreachable MongoDB). For readiness checks; it never touches a collection.
    */
   probe(): Promise<void>;
+  /**
+   * Resolves once the store is known usable, or known unreachable for now (its operations answer
+   * 503 meanwhile); rejects, saying how to fix it, when it cannot be used as configured (MongoDB
+   * without a replica set, documents of an earlier layout). A process does not start then.
+   */
+  opened(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -15,12 +15,25 @@ function segments(path: string): string[] {
 
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === "object";
 
-/** The object holding the last segment of `path`, made on the way when `create`; else undefined. */
+/**
+ * The object holding the last segment of `path`, made on the way when `create`; else undefined. A
+ * value on the way that cannot hold the next segment (a scalar, null, an array for a name) refuses
+ * a change, as MongoDB does; an `$unset` through it changes nothing, as there.
+ */
 function parentOf(doc: Obj, parts: string[], create: boolean): Obj | undefined {
   let at: Obj = doc;
-  for (const part of parts.slice(0, -1)) {
-    let next = at[part];
-    if (!isObject(next)) {
+  for (const [i, part] of parts.slice(0, -1).entries()) {
+    let next = Object.prototype.hasOwnProperty.call(at, part) ? at[part] : undefined;
+    const holds = isObject(next) && (!Array.isArray(next) || /^\d+$/.test(parts[i + 1]));
+    if (next !== undefined && !holds) {
+      if (!create) return undefined;
+      const holding = next === null ? "null" : Array.isArray(next) ? "an array" : `a ${typeof next}`;
+      throw new ApiError(
+        "internal_error",
+        `storage: cannot write '${parts.join(".")}' through '${parts.slice(0, i + 1).join(".")}', which holds ${holding}`,
+      );
+    }
+    if (next === undefined) {
       if (!create) return undefined;
       next = {};
       // Defined, not assigned: an own data property whatever the name.

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServiceBroker } from "moleculer";
+import mongoose from "mongoose";
 import { request } from "undici";
 import { createBroker } from "../../app/broker";
 import { loadSettings } from "../../shared/config";
@@ -53,6 +55,32 @@ export function usePlatform(
   return suite;
 }
 
+/** MONGO_URL with another database in it (the path before the options). */
+export const withDatabase = (url: string, database: string): string =>
+  url.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/${database}`);
+
+/**
+ * Where the platforms of this run store: the embedded store under their DATA_DIR, unless the run
+ * is `npm run test:mongo` (WFP_TEST_STORE=mongo, with MONGO_URL): then a database of their own on
+ * that MongoDB, one per DATA_DIR, so a platform started again on a DATA_DIR finds its data there.
+ * Only there: everywhere else the suites run on the embedded store, whatever MONGO_URL says.
+ */
+export function testStore(dataDir: string): { MONGO_URL?: string } {
+  if (process.env.WFP_TEST_STORE !== "mongo") return {};
+  const url = process.env.MONGO_URL;
+  if (!url) throw new Error("WFP_TEST_STORE=mongo needs MONGO_URL (npm run test:mongo says how)");
+  return { MONGO_URL: withDatabase(url, `wfp_test_${createHash("sha256").update(dataDir).digest("hex").slice(0, 20)}`) };
+}
+
+async function dropDatabase(url: string): Promise<void> {
+  const conn = await mongoose.createConnection(url, { serverSelectionTimeoutMS: 5000 }).asPromise();
+  try {
+    await conn.dropDatabase();
+  } finally {
+    await conn.close();
+  }
+}
+
 /**
  * The whole platform in this process, its gateway on a free port: on a fresh embedded store, or on
  * `env.DATA_DIR` when given (kept by `stop()`, so a test can start the platform again on it).
@@ -60,7 +88,8 @@ export function usePlatform(
 export async function startPlatform(env: Record<string, string> = {}, options: PlatformOptions = {}): Promise<Platform> {
   const own = env.DATA_DIR === undefined;
   const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), "wfp-"));
-  const settings = loadSettings({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env, DATA_DIR: dataDir });
+  const store = testStore(dataDir);
+  const settings = loadSettings({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "false", ...env, ...store, DATA_DIR: dataDir });
   const broker = createBroker(settings, {}, undefined, options.clock);
   await broker.start();
   const gateway = broker.getLocalService("gateway") as unknown as { server: { address(): { port: number } } };
@@ -77,7 +106,9 @@ export async function startPlatform(env: Record<string, string> = {}, options: P
     },
     async stop() {
       await broker.stop();
-      if (own) rmSync(dataDir, { recursive: true, force: true });
+      if (!own) return;
+      rmSync(dataDir, { recursive: true, force: true });
+      if (store.MONGO_URL) await dropDatabase(store.MONGO_URL);
     },
   };
 }

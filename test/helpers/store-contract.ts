@@ -15,6 +15,7 @@ interface Item extends Doc {
   email?: string;
   slot?: string;
   seq?: number;
+  payload?: unknown;
 }
 
 export interface StoreUnderTest {
@@ -347,6 +348,91 @@ export function describeStoreContract(name: string, make: () => Promise<StoreUnd
         data: { fields: ["slot"] },
       });
       expect(await names({ slot: { $exists: true } })).toEqual([]);
+    });
+
+    it("leaves a field set to undefined out of the document, as JSON does: absent to filters, indexes and $inc", async () => {
+      const doc = await put({ status: undefined, n: undefined, slot: undefined, nested: { a: undefined } as never });
+      const got = await items.get(A, doc.id);
+      expect(got).toEqual({ id: doc.id, ...A, name: "x", nested: {} });
+      expect(Object.keys(got!)).not.toContain("status");
+      expect((await items.find(A, { status: { $exists: false } })).map((d) => d.id)).toEqual([doc.id]);
+      expect(await items.count(A, { status: null })).toBe(1);
+      // A sparse unique index counts none of them.
+      await expect(put({ slot: undefined })).resolves.toBeTruthy();
+      expect(await items.update(A, { id: doc.id }, { $inc: { n: 2 } })).toMatchObject({ n: 2 });
+      // A $set to undefined removes the field, as JSON would.
+      expect(await items.update(A, { id: doc.id }, { $set: { n: undefined, name: "y" } })).toEqual({
+        id: doc.id,
+        ...A,
+        name: "y",
+        nested: {},
+      });
+    });
+
+    it("stores a number JSON cannot write (1e400 parses as Infinity) as null, in any field", async () => {
+      const doc = await put({ seq: Number.POSITIVE_INFINITY, payload: [Number.NEGATIVE_INFINITY, 1] } as Partial<Item>);
+      expect(await items.get(A, doc.id)).toEqual({ ...doc, seq: null, payload: [null, 1] });
+      expect(await items.count(A, { seq: null })).toBe(1);
+    });
+
+    it("reads nothing with a limit of 0, and counts nothing", async () => {
+      for (const seq of [1, 2, 3]) await put({ seq });
+      expect(await items.find(A, {}, { limit: 0 })).toEqual([]);
+      expect(await items.pluck(A, {}, ["id"], { limit: 0 })).toEqual([]);
+      expect(await items.count(A, {}, { limit: 0 })).toBe(0);
+      expect(await items.page(A, {}, { limit: 0 })).toEqual({ items: [], total: 3 });
+    });
+
+    it("refuses a filter with an undefined value, which would match more than asked", async () => {
+      const doc = await put({ status: "kept" });
+      const refused = { type: "internal_error" };
+      const filter = { id: doc.id, status: undefined } as never;
+      await expect(items.find(A, filter)).rejects.toMatchObject(refused);
+      await expect(items.count(A, { status: { $ne: undefined } } as never)).rejects.toMatchObject(refused);
+      await expect(items.update(A, filter, { $set: { status: "changed" } })).rejects.toMatchObject(refused);
+      await expect(items.updateMany(A, filter, { $set: { status: "changed" } })).rejects.toMatchObject(refused);
+      await expect(items.deleteMany(A, filter)).rejects.toMatchObject(refused);
+      expect(await items.get(A, doc.id)).toEqual(doc);
+    });
+
+    it("refuses update paths that overlap or lead through a value that cannot hold them, changing nothing", async () => {
+      const doc = await put({ n: 5, nested: { a: 1 } });
+      const refused = { type: "internal_error" };
+      await expect(items.update(A, { id: doc.id }, { $set: { nested: { a: 2 }, "nested.a": 3 } })).rejects.toMatchObject(refused);
+      await expect(items.update(A, { id: doc.id }, { $set: { name: "z" }, $unset: { name: true } })).rejects.toMatchObject(refused);
+      await expect(items.update(A, { id: doc.id }, { $set: { "n.deeper": 1, name: "z" } })).rejects.toMatchObject(refused);
+      await expect(items.updateMany(A, {}, { $inc: { "name.count": 1 } })).rejects.toMatchObject(refused);
+      expect(await items.get(A, doc.id)).toEqual(doc);
+    });
+
+    it("plucks a dotted field under its dotted name", async () => {
+      const doc = await put({ seq: 1, nested: { a: 7 } });
+      await put({ seq: 2 });
+      expect(await items.pluck(A, {}, ["id", "nested.a"] as (keyof Item)[], { sort: { seq: 1 } })).toEqual([
+        { id: doc.id, "nested.a": 7 },
+        { id: expect.any(String) },
+      ]);
+    });
+
+    it("keeps a counter without an environment apart from one with it", async () => {
+      const orgWide = { id: `ctr_${next()}`, org_id: "org_a", name: "per org" } as unknown as Item;
+      await items.increment(orgWide, { n: 1 });
+      await items.increment(orgWide, { n: 1 });
+      await expect(items.increment({ ...orgWide, environment: "live" }, { n: 1 })).rejects.toMatchObject({ type: "resource_exists" });
+      expect(await items.get({ org_id: "org_a" }, orgWide.id)).toEqual({ ...orgWide, n: 2 });
+    });
+
+    it("names the collection of the write a unique index refused inside atomically", async () => {
+      const log = sut.store.collection<Item>(`log_${next()}`, [{ fields: { slot: 1 }, unique: true, sparse: true }]);
+      const taken = await log.insert({ id: uid("ev"), ...A, name: "taken", slot: `s${next()}` });
+      const doc = await put();
+      await expect(
+        sut.store.atomically([
+          { op: "update", collection: items, scope: A, filter: { id: doc.id }, update: { $set: { name: "changed" } } },
+          { op: "insert", collection: log, doc: { id: uid("ev"), ...A, name: "dup", slot: taken.slot } as Item },
+        ]),
+      ).rejects.toMatchObject({ type: "resource_exists", data: { collection: log.name, fields: ["slot"] } });
+      expect(await items.get(A, doc.id)).toEqual(doc);
     });
 
     it("counts what updateMany, delete and deleteMany touched", async () => {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -8,7 +8,10 @@ import { loadSettings } from "../../shared/config";
 import { openStore } from "../../shared/storage";
 import { MongooseStore } from "../../shared/storage/mongoose";
 import { DATABASE_FILE, SqliteStore } from "../../shared/storage/sqlite";
+import { CHECKPOINTER_FILE } from "../../shared/storage/sqlite-writer";
+import { waitFor } from "../../tools/procs";
 import { ALL_TENANTS, type Doc } from "../../shared/storage/types";
+import { withDatabase } from "../helpers/platform";
 import { describeStoreContract, type StoreUnderTest } from "../helpers/store-contract";
 
 const tempDir = () => mkdtempSync(join(tmpdir(), "wfp-s-"));
@@ -36,25 +39,27 @@ const ADAPTERS: [string, () => Promise<StoreUnderTest>, { persistent?: boolean }
   ],
 ];
 
-// No MongoDB server can run on this machine; wherever MONGO_URL points to one, it is tested too.
+// Wherever MONGO_URL points to a MongoDB replica set, it is tested too (npm run test:mongo).
 const mongoUrl = process.env.MONGO_URL;
 if (mongoUrl) {
   ADAPTERS.push([
     "MongoDB (mongoose)",
     async () => {
-      const url = new URL(mongoUrl);
-      url.pathname = `/wfp_contract_${process.pid}_${Date.now()}`;
-      let store = new MongooseStore(url.toString());
+      const url = withDatabase(mongoUrl, `wfp_contract_${process.pid}_${Date.now()}`);
+      let store = new MongooseStore(url);
+      // A standalone server or an unreachable one fails here, saying which.
+      await store.opened();
+      await store.probe();
       return {
         store,
         async reopen() {
           await store.close();
-          store = new MongooseStore(url.toString());
+          store = new MongooseStore(url);
           return store;
         },
         async stop() {
           await store.close();
-          const conn = await mongoose.createConnection(url.toString()).asPromise();
+          const conn = await mongoose.createConnection(url).asPromise();
           await conn.dropDatabase();
           await conn.close();
         },
@@ -222,6 +227,51 @@ describe("the embedded store's file, shared by processes", () => {
     expect(await notes.count(A, {})).toBe(21);
     // The lock was held for 600 ms; no turn of this process's loop waited for it.
     expect(worstGap).toBeLessThan(150);
+  });
+});
+
+describe("the embedded store's checkpoint thread", () => {
+  /** The database file's own size: it grows only when a checkpoint copies the WAL into it (autocheckpoint is off). */
+  const mainFileGrows = (dir: string) => {
+    const before = statSync(join(dir, DATABASE_FILE)).size;
+    return () => statSync(join(dir, DATABASE_FILE)).size > before;
+  };
+
+  it("is a module of its own, its source under jest and its compiled form in dist/", () => {
+    expect(CHECKPOINTER_FILE).toBe(resolve("shared/storage/sqlite-checkpointer.cts"));
+    expect(existsSync(resolve("dist/shared/storage/sqlite-checkpointer.cjs"))).toBe(true);
+  });
+
+  it("copies the WAL into the database file, run from its source", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore(dir);
+    try {
+      const notes = store.collection<Note>("notes");
+      await notes.insert({ id: "first", ...A, text: "x" });
+      const grown = mainFileGrows(dir);
+      await Promise.all(Array.from({ length: 200 }, (_, i) => notes.insert({ id: `n_${i}`, ...A, text: "x".repeat(500) })));
+      await waitFor("a checkpoint into the database file", grown, 10_000);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("copies the WAL into the database file, run from dist/ in another process", async () => {
+    const dir = tempDir();
+    const child = new Child(dir);
+    try {
+      expect(await child.next()).toEqual({ ready: true });
+      child.send({ op: "insertNotes", ids: ["first"] });
+      expect((await child.next()).out).toBe(1);
+      const grown = mainFileGrows(dir);
+      child.send({ op: "insertNotes", ids: Array.from({ length: 200 }, (_, i) => `n_${i}`) });
+      expect((await child.next()).out).toBe(200);
+      await waitFor("a checkpoint by the child's thread", grown, 10_000);
+    } finally {
+      await child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -48,6 +48,8 @@ describe("docker-compose.yml", () => {
     expect(compose.services.mongo.image).toMatch(/^mongo:/);
     expect(compose.services.mongo.command).toEqual(expect.arrayContaining(["--replSet", "rs0"]));
     expect(compose.services.mongo.healthcheck?.test.join(" ")).toContain("rs.initiate");
+    // Healthy only with a primary: the election follows rs.initiate by seconds, and writes wait for it.
+    expect(compose.services.mongo.healthcheck?.test.join(" ")).toMatch(/if \(!db\.hello\(\)\.isWritablePrimary\) quit\(1\)/);
   });
 
   it("has one container per service of the code, all from the one image, each running only that service", () => {
