@@ -7,8 +7,11 @@ import { EventPage, EventsPage } from "./pages/events";
 import { KeysPage } from "./pages/keys";
 import { SignInPage } from "./pages/signin";
 import { UsagePage } from "./pages/usage";
-import { WebhookPage, WebhooksPage } from "./pages/webhooks";
-import { RunPage, WorkflowPage, WorkflowsPage } from "./pages/workflows";
+import { WebhooksPage } from "./pages/webhooks/list";
+import { WebhookPage } from "./pages/webhooks/webhook";
+import { WorkflowsPage } from "./pages/workflows/list";
+import { RunPage } from "./pages/workflows/run";
+import { WorkflowPage } from "./pages/workflows/workflow";
 import { href, loadSession, saveSession, useRoute, type Session } from "./session";
 import { AccountContext, accountOf, Empty } from "./ui";
 
