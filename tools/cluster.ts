@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { printable } from "../bin/cli/printable.logic";
 import { SERVICE_NAMES, type ServiceName } from "../shared/config";
 import { freePort, startNats } from "./nats";
 import { SERVER_JS, waitFor } from "./procs";
@@ -43,7 +44,11 @@ function counts(argv: string[]): Map<ServiceName, number> {
   return out;
 }
 
-/** One line of a process's output, readable: time, process, level, message, the rest as key=value. */
+/**
+ * One line of a process's output, readable: time, process, level, message, the rest as key=value.
+ * Log messages carry tenants' text (names, URLs, errors a receiver answered): its control characters
+ * are shown escaped, never obeyed by the terminal.
+ */
 function show(index: number, name: string, line: string): void {
   let text = line;
   try {
@@ -55,7 +60,7 @@ function show(index: number, name: string, line: string): void {
   } catch {
     // not a JSON log line: as it is
   }
-  process.stdout.write(`${color(index, name.padEnd(22))} ${text}\n`);
+  process.stdout.write(`${color(index, name.padEnd(22))} ${printable(text)}\n`);
 }
 
 async function main(): Promise<void> {
