@@ -41,7 +41,7 @@ const EXCERPT_BYTES = 1024;
  */
 const SILENCE_MS = 50_000;
 /** Reconnections after the stream ends (a gateway stopped), each after a longer wait, before giving up. */
-const RECONNECTS = 5;
+const RECONNECTS = 10;
 
 /** The start of a body, at most `max` bytes read (a large answer is not read whole). */
 async function excerpt(res: Response, max: number): Promise<string> {
