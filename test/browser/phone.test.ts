@@ -41,7 +41,7 @@ async function signIn(page: Page) {
 const overflow = (page: Page) =>
   page.evaluate(() => {
     const width = document.documentElement.clientWidth;
-    const wide = [...document.querySelectorAll<HTMLElement>("body *")]
+    const wide = Array.from(document.querySelectorAll<HTMLElement>("body *"))
       // A table in its scrolling frame is meant to scroll sideways; what else sticks out widens the page.
       .filter((el) => !el.parentElement?.closest(".table-wrap, pre"))
       .map((el) => ({ el, right: el.getBoundingClientRect().right }))
