@@ -94,7 +94,7 @@ export const WEBHOOK_COMMANDS: Record<string, Command> = {
   },
   "webhooks delete": {
     args: "WEBHOOK_ID",
-    summary: "delete a webhook: its pending deliveries are not sent",
+    summary: "delete a webhook, and its delivery log with it (pending deliveries are not sent)",
     positionals: 1,
     async run(c) {
       const { data } = await c.api().call("DELETE", `/webhooks/${seg(c.positionals[0])}`);

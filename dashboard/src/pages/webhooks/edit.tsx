@@ -102,7 +102,7 @@ export function DeleteWebhook({ webhook: wh, onCancel }: { webhook: Webhook; onC
       body={
         <>
           <p class="break">
-            <code>{wh.url}</code> stops receiving events at once; deliveries still pending are not sent.
+            <code>{wh.url}</code> stops receiving events at once, and its delivery log is deleted with it, pending deliveries included.
           </p>
           <ErrorNotice error={remove.error} />
         </>
