@@ -8,8 +8,8 @@ import { safe } from "./printable.logic";
  * id printed), so each poll reads one bounded page of what is new, until Ctrl-C.
  */
 const PAGE = 100;
-/** Pages of a webhook's pending deliveries read per poll, for the retries of those (1,000 at most). */
-const PENDING_PAGES = 10;
+/** Pages read at most per poll of one list: of a webhook's pending deliveries (their retries), or of a log read from its start. */
+const MAX_PAGES = 10;
 /** Webhooks `deliveries tail` follows without --webhook: the newest this many, looked up again every 10 s. */
 export const MAX_WEBHOOKS = 100;
 const REFRESH_MS = 10_000;
@@ -38,7 +38,7 @@ async function newer<T extends { id: string }>(
     // Newest first: page back to the start (bounded), then print from the oldest.
     const all: T[] = [];
     let after: string | undefined;
-    for (let page = 0; page < PENDING_PAGES; page++) {
+    for (let page = 0; page < MAX_PAGES; page++) {
       requests++;
       const { data, meta } = await api.call<T[]>("GET", withQuery(path, `limit=${PAGE}${after ? `&starting_after=${after}` : ""}`));
       all.push(...data);
@@ -136,7 +136,7 @@ export async function tailDeliveries(api: Api, out: Output, webhooks: string[], 
     let after: string | undefined;
     let complete = false;
     let oldestRead = "";
-    for (let page = 0; page < PENDING_PAGES && !complete; page++) {
+    for (let page = 0; page < MAX_PAGES && !complete; page++) {
       requests++;
       const query = `status=pending&limit=${PAGE}${after ? `&starting_after=${after}` : ""}`;
       const { data, meta } = await api.call<DeliveryRow[]>("GET", withQuery(log.path, query));
