@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { printable } from "../bin/cli/printable.logic";
 import { SERVICE_NAMES, type ServiceName } from "../shared/config";
 import { freePort, startNats } from "./nats";
 import { SERVER_JS, waitFor } from "./procs";
@@ -43,8 +44,12 @@ function counts(argv: string[]): Map<ServiceName, number> {
   return out;
 }
 
-/** One line of a process's output, readable: time, process, level, message, the rest as key=value. */
-function show(index: number, name: string, line: string): void {
+/**
+ * One line of a process's output, readable: time, level, message, the rest as key=value. Log
+ * messages carry tenants' text (names, URLs, errors a receiver answered): its control characters are
+ * shown escaped, never obeyed by the terminal, and the line stays one line.
+ */
+export function readable(line: string): string {
   let text = line;
   try {
     const entry = JSON.parse(line) as Record<string, unknown>;
@@ -55,7 +60,11 @@ function show(index: number, name: string, line: string): void {
   } catch {
     // not a JSON log line: as it is
   }
-  process.stdout.write(`${color(index, name.padEnd(22))} ${text}\n`);
+  return printable(text);
+}
+
+function show(index: number, name: string, line: string): void {
+  process.stdout.write(`${color(index, name.padEnd(22))} ${readable(line)}\n`);
 }
 
 async function main(): Promise<void> {
@@ -151,7 +160,9 @@ async function main(): Promise<void> {
   for (const g of gateways) process.stdout.write(`  ${g.name}: http://127.0.0.1:${g.port}/v1\n`);
 }
 
-main().catch((err) => {
-  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -4,6 +4,8 @@ export class ApiCallError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Seconds to wait before asking again, from a 429's or 503's Retry-After. */
+    readonly retryAfter?: number,
   ) {
     super(message);
     this.name = "ApiCallError";
@@ -51,7 +53,13 @@ export function apiClient(url: string, key: string | undefined): Api {
       }
       if (!res.ok) {
         const e = parsed?.error ?? {};
-        throw new ApiCallError(res.status, e.code ?? "error", `${res.status} ${e.code ?? ""}: ${e.message ?? text}`.trim());
+        const retryAfter = Number(res.headers.get("retry-after") ?? NaN);
+        throw new ApiCallError(
+          res.status,
+          e.code ?? "error",
+          `${res.status} ${e.code ?? ""}: ${e.message ?? text}`.trim(),
+          Number.isFinite(retryAfter) ? retryAfter : undefined,
+        );
       }
       return parsed;
     },

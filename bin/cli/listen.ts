@@ -1,10 +1,17 @@
+import { serviceSignature, standardSignature } from "../../shared/net/signing";
 import type { Api } from "./http";
 import type { Output } from "./output";
+import { safe } from "./printable.logic";
 
 /**
  * `listen --forward-to URL`: the platform's stream of the key's tenant's events (GET /v1/listen),
  * each delivery POSTed to the local URL with the headers the platform signed it with, and the
  * local answer reported back (POST /v1/listen/{session}/attempts) for the delivery log.
+ *
+ * A reconnection opens a new session with a new secret, but the local app was set up with the one
+ * printed first: the CLI signs what the new session sent again with that first secret (after
+ * checking the new session's signature), so the local app goes on verifying with one secret for
+ * as long as the CLI runs.
  */
 export interface ListenOptions {
   forwardTo: string;
@@ -34,7 +41,7 @@ const EXCERPT_BYTES = 1024;
  */
 const SILENCE_MS = 50_000;
 /** Reconnections after the stream ends (a gateway stopped), each after a longer wait, before giving up. */
-const RECONNECTS = 5;
+const RECONNECTS = 10;
 
 /** The start of a body, at most `max` bytes read (a large answer is not read whole). */
 async function excerpt(res: Response, max: number): Promise<string> {
@@ -76,8 +83,25 @@ async function* sseEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<{ eve
   }
 }
 
-async function forward(api: Api, out: Output, session: Session, d: Delivery, opts: ListenOptions): Promise<void> {
-  out.line({ kind: "event", delivery_id: d.id, event_id: d.event_id, event_type: d.event_type }, `--> ${d.event_type} [${d.event_id}]`);
+/**
+ * The delivery's headers signed with `secret` instead of the session's own, when they differ: the
+ * same webhook-id and timestamp, so the local app sees the delivery as the platform made it.
+ */
+export function signedWith(secret: string, session: Session, d: Delivery): Record<string, string> {
+  if (secret === session.secret) return d.headers;
+  const id = d.headers["webhook-id"] ?? "";
+  const timestamp = Number(d.headers["webhook-timestamp"]);
+  const expected = standardSignature([session.secret], id, timestamp, d.body);
+  if (d.headers["webhook-signature"] !== expected) throw new Error(`delivery ${d.id} is not signed by its session: not forwarded`);
+  return {
+    ...d.headers,
+    "service-signature": serviceSignature(secret, d.body),
+    "webhook-signature": standardSignature([secret], id, timestamp, d.body),
+  };
+}
+
+async function forward(api: Api, out: Output, session: Session, d: Delivery, opts: ListenOptions, secret: string): Promise<void> {
+  out.line({ kind: "event", delivery_id: d.id, event_id: d.event_id, event_type: d.event_type }, safe`--> ${d.event_type} [${d.event_id}]`);
   const started = performance.now();
   let status_code: number | null = null;
   let error: string | null = null;
@@ -85,7 +109,7 @@ async function forward(api: Api, out: Output, session: Session, d: Delivery, opt
   try {
     const res = await fetch(opts.forwardTo, {
       method: "POST",
-      headers: d.headers,
+      headers: signedWith(secret, session, d),
       body: d.body,
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
@@ -98,7 +122,7 @@ async function forward(api: Api, out: Output, session: Session, d: Delivery, opt
   const duration_ms = Math.round(performance.now() - started);
   out.line(
     { kind: "attempt", delivery_id: d.id, event_id: d.event_id, status_code, duration_ms, error },
-    `<-- [${status_code ?? "ERR"}] POST ${opts.forwardTo} (${duration_ms} ms)${error ? ` ${error}` : ""} [${d.id}]`,
+    safe`<-- [${status_code ?? "ERR"}] POST ${opts.forwardTo} (${duration_ms} ms)${error ? ` ${error}` : ""} [${d.id}]`,
   );
   try {
     await api.call("POST", `/listen/${session.id}/attempts`, {
@@ -114,8 +138,13 @@ async function forward(api: Api, out: Output, session: Session, d: Delivery, opt
   }
 }
 
+/** The secret the local app verifies with: the first session's, printed once. */
+interface Signing {
+  secret: string | undefined;
+}
+
 /** One session: until its stream ends; answers whether it ever started. */
-async function session(api: Api, out: Output, opts: ListenOptions, signal: AbortSignal): Promise<boolean> {
+async function session(api: Api, out: Output, opts: ListenOptions, signal: AbortSignal, signing: Signing): Promise<boolean> {
   const query = opts.events ? `?events=${encodeURIComponent(opts.events)}` : "";
   const silent = new AbortController();
   const res = await api.open(`/listen${query}`, AbortSignal.any([signal, silent.signal]));
@@ -141,16 +170,26 @@ async function session(api: Api, out: Output, opts: ListenOptions, signal: Abort
     if (event === "session") {
       current = JSON.parse(data) as Session;
       const types = current.events.length > 0 ? current.events.join(", ") : "every event type";
-      out.line(
-        { kind: "session", ...current, forward_to: opts.forwardTo },
-        `Ready! Forwarding ${types} of ${current.org_id} (${current.environment}) to ${opts.forwardTo}\n` +
-          `Your signing secret for this session is ${current.secret} (session ${current.id}; Ctrl-C to stop)`,
-      );
+      if (signing.secret === undefined) {
+        signing.secret = current.secret;
+        out.line(
+          { kind: "session", ...current, forward_to: opts.forwardTo },
+          safe`Ready! Forwarding ${types} of ${current.org_id} (${current.environment}) to ${opts.forwardTo}\n` +
+            safe`Your signing secret for this session is ${current.secret} (session ${current.id}; Ctrl-C to stop)`,
+        );
+      } else {
+        // The secret printed first stays the one deliveries are signed with: not printed again.
+        out.line(
+          { kind: "session", ...current, secret: signing.secret, forward_to: opts.forwardTo },
+          safe`Reconnected (session ${current.id}): still signed with the secret printed above`,
+        );
+      }
     } else if (event === "delivery" && current) {
       const s = current;
       const d = JSON.parse(data) as Delivery;
       // In order of arrival, one at a time: the local server sees them as the platform sent them.
-      queue = queue.then(() => forward(api, out, s, d, opts));
+      const secret = signing.secret!;
+      queue = queue.then(() => forward(api, out, s, d, opts, secret).catch((err: Error) => out.warn(err.message)));
     } else if (event === "closing") {
       out.warn(`the gateway closed the stream: ${(JSON.parse(data) as { reason?: string }).reason ?? "no reason given"}`);
     }
@@ -164,9 +203,10 @@ export async function listen(api: Api, out: Output, opts: ListenOptions): Promis
   process.once("SIGINT", () => stop.abort());
   process.once("SIGTERM", () => stop.abort());
   let failures = 0;
+  const signing: Signing = { secret: undefined };
   while (!stop.signal.aborted) {
     try {
-      if (await session(api, out, opts, stop.signal)) failures = 0;
+      if (await session(api, out, opts, stop.signal, signing)) failures = 0;
     } catch (err) {
       if (stop.signal.aborted) break;
       // Refusals (a bad key, a bad --events) do not get better by retrying.
@@ -177,7 +217,7 @@ export async function listen(api: Api, out: Output, opts: ListenOptions): Promis
     if (stop.signal.aborted) break;
     if (++failures > RECONNECTS) throw new Error(`the stream ended ${RECONNECTS + 1} times in a row; giving up`);
     const wait = Math.min(5_000, 250 * 2 ** failures);
-    out.warn(`reconnecting in ${wait} ms`);
+    out.info(`reconnecting in ${wait} ms`);
     await new Promise((r) => setTimeout(r, wait));
   }
 }

@@ -1,14 +1,17 @@
 import "@picocss/pico/css/pico.min.css";
 import "./style.css";
 import { render } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Environment } from "./api";
 import { EventPage, EventsPage } from "./pages/events";
 import { KeysPage } from "./pages/keys";
 import { SignInPage } from "./pages/signin";
 import { UsagePage } from "./pages/usage";
-import { WebhookPage, WebhooksPage } from "./pages/webhooks";
-import { RunPage, WorkflowPage, WorkflowsPage } from "./pages/workflows";
+import { WebhooksPage } from "./pages/webhooks/list";
+import { WebhookPage } from "./pages/webhooks/webhook";
+import { WorkflowsPage } from "./pages/workflows/list";
+import { RunPage } from "./pages/workflows/run";
+import { WorkflowPage } from "./pages/workflows/workflow";
 import { href, loadSession, saveSession, useRoute, type Session } from "./session";
 import { AccountContext, accountOf, Empty } from "./ui";
 
@@ -30,8 +33,12 @@ function App() {
     setSession(next);
   };
 
+  // A 401 signs out a session; while signing in it is only the sign-in's own error.
+  const signedIn = useRef(false);
+  signedIn.current = session !== null;
   useEffect(() => {
     const onRefused = (e: Event) => {
+      if (!signedIn.current) return;
       update(null);
       setNotice(`Signed out: ${(e as CustomEvent<string>).detail}.`);
     };

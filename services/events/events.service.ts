@@ -8,6 +8,7 @@ import {
   eventDoc,
   EVENTS,
   eventView,
+  isSystemType,
   SYSTEM_EVENT_TYPES,
   type EventDoc,
   type EventView,
@@ -190,6 +191,8 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
       params: publishParams,
       async handler(ctx: Context<{ events: PublishedEvent[] }>): Promise<string[]> {
         const now = Date.now();
+        // The catalogue first, as for POST /events: a workflow's `emit` step publishes custom types too.
+        for (const input of ctx.params.events) if (!isSystemType(input.type)) await this.noteType(input);
         const stored = await Promise.all(
           ctx.params.events.map(async (input) => {
             const doc = eventDoc(input, now);

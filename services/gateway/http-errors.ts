@@ -26,6 +26,9 @@ const UNAVAILABLE = new Set([
   "QueueIsFullError",
 ]);
 
+/** "1 item", "3 items": a limit as people write it. */
+const count = (n: unknown, noun: string) => `${String(n)} ${noun}${Number(n) === 1 ? "" : "s"}`;
+
 /** One failure as fastest-validator reports it (also as a plain object after a NATS hop). */
 export interface ValidationFailure {
   type?: string;
@@ -80,12 +83,12 @@ export function validationMessage(f: ValidationFailure): string {
       return `${field} cannot be empty`;
     case "stringMin":
     case "emailMin":
-      return `${field} must be at least ${String(n)} characters long; received ${String(f.actual)}`;
+      return `${field} must be at least ${count(n, "character")} long; received ${String(f.actual)}`;
     case "stringMax":
     case "emailMax":
-      return `${field} must be at most ${String(n)} characters long; received ${String(f.actual)}`;
+      return `${field} must be at most ${count(n, "character")} long; received ${String(f.actual)}`;
     case "stringLength":
-      return `${field} must be exactly ${String(n)} characters long; received ${String(f.actual)}`;
+      return `${field} must be exactly ${count(n, "character")} long; received ${String(f.actual)}`;
     case "stringPattern":
       return `${field} must match the pattern ${String(n)}; ${got}`;
     case "stringContains":
@@ -114,17 +117,17 @@ export function validationMessage(f: ValidationFailure): string {
     case "arrayEmpty":
       return `${field} cannot be an empty array`;
     case "arrayMin":
-      return `${field} must hold at least ${String(n)} items; received ${String(f.actual)}`;
+      return `${field} must hold at least ${count(n, "item")}; received ${String(f.actual)}`;
     case "arrayMax":
-      return `${field} must hold at most ${String(n)} items; received ${String(f.actual)}`;
+      return `${field} must hold at most ${count(n, "item")}; received ${String(f.actual)}`;
     case "arrayLength":
-      return `${field} must hold exactly ${String(n)} items; received ${String(f.actual)}`;
+      return `${field} must hold exactly ${count(n, "item")}; received ${String(f.actual)}`;
     case "arrayUnique":
       return `${field} may not repeat an item; repeated ${echo(f.actual)}`;
     case "objectMinProps":
-      return `${field} must have at least ${String(n)} fields; received ${String(f.actual)}`;
+      return `${field} must have at least ${count(n, "field")}; received ${String(f.actual)}`;
     case "objectMaxProps":
-      return `${field} must have at most ${String(n)} fields; received ${String(f.actual)}`;
+      return `${field} must have at most ${count(n, "field")}; received ${String(f.actual)}`;
     case "dateMin":
     case "dateMax":
       return `${field} is ${f.type === "dateMin" ? "earlier" : "later"} than ${String(n)} allows; ${got}`;

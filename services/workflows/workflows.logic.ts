@@ -219,7 +219,7 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     if (extra !== undefined) {
       throw fault.error(
         formatPath([extra]),
-        `a ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`,
+        `${/^[aeiou]/.test(type) ? "an" : "a"} ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`,
         "parameter_unknown",
       );
     }

@@ -45,7 +45,15 @@ describe("the command line itself", () => {
   it("prints usage on stdout and exits 0 for --help, on every command", () => {
     const commands = [[], ["orgs", "create"], ["orgs", "list"], ["keys"], ["keys", "create"], ["keys", "revoke"], ["webhooks", "test"]];
     const more = [["trigger"], ["events", "tail"], ["deliveries", "tail"], ["listen"], ["help"]];
-    for (const words of [...commands, ...more]) {
+    const added = [
+      ["webhooks", "get"],
+      ["webhooks", "update"],
+      ["webhooks", "delete"],
+      ["webhooks", "rotate"],
+      ["workflows", "create"],
+    ];
+    const runs = [["workflows", "run"], ["runs", "list"], ["runs", "get"], ["runs", "cancel"], ["approve"], ["reject"], ["get"], ["post"]];
+    for (const words of [...commands, ...more, ...added, ...runs]) {
       const res = cliRun(words[0] === "help" ? words : [...words, "--help"], {});
       expect({ words, status: res.status, usage: res.stdout.startsWith("Usage: ") }).toEqual({ words, status: 0, usage: true });
     }

@@ -1,0 +1,119 @@
+import { readFileSync } from "node:fs";
+import { jsonObject, limitOf, optional, seg, UsageError, type Command, type Ctx } from "../command";
+import { table } from "../output";
+import { safe } from "../printable.logic";
+
+const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"];
+
+/** A run for people: its status, what it waits for, and each step. */
+function describeRun(r: any): string {
+  const lines = [safe`${r.id}  ${r.status}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
+  if (r.pending_approval) lines.push(safe`waiting for approval at ${r.pending_approval.step_id}: ${r.pending_approval.message ?? ""}`);
+  for (const s of r.steps) {
+    const decision = s.decision ? safe` (${s.decision.decision} by ${s.decision.decided_by.key_name ?? s.decision.decided_by.key_id})` : "";
+    lines.push(safe`  ${s.id}  ${s.type}  ${s.status}${s.error ? ` ${s.error}` : ""}` + decision);
+  }
+  return lines.join("\n");
+}
+
+const runPath = (c: Ctx) => `/workflows/${seg(c.positionals[0])}/runs/${seg(c.positionals[1])}`;
+
+/** POST …/runs/{id}/{action}, with `--comment` for approvals. */
+const runAction = (action: string, summary: string, comment = false): Command => ({
+  args: `WORKFLOW_ID RUN_ID${comment ? " [--comment TEXT]" : ""}`,
+  summary,
+  positionals: 2,
+  ...(comment && { options: { comment: { type: "string" } } }),
+  async run(c) {
+    const text = optional(c, "comment");
+    const { data } = await c.api().call("POST", `${runPath(c)}/${action}`, text === undefined ? undefined : { comment: text });
+    c.out.line(data, describeRun(data));
+  },
+});
+
+export const WORKFLOW_COMMANDS: Record<string, Command> = {
+  "workflows list": {
+    args: "[--limit N]",
+    summary: "the workflows of the key's environment",
+    options: { limit: { type: "string" } },
+    async run(c) {
+      const { data } = await c.api().call<any[]>("GET", `/workflows?limit=${limitOf(c)}`);
+      const rows = data.map((w) => ({
+        ...w,
+        trigger: w.trigger.type === "event" ? w.trigger.event_type : w.trigger.type,
+        steps: w.steps.length,
+      }));
+      if (c.out.json) for (const w of data) c.out.line(w);
+      else c.out.line(data, table(rows, ["id", "name", "status", "trigger", "steps", "version"]));
+    },
+  },
+  "workflows get": {
+    args: "WORKFLOW_ID",
+    summary: "one workflow's definition",
+    positionals: 1,
+    async run(c) {
+      const { data } = await c.api().call("GET", `/workflows/${seg(c.positionals[0])}`);
+      c.out.line(data);
+    },
+  },
+  "workflows create": {
+    args: "--file PATH | --definition JSON",
+    summary: "create a workflow from its definition (name, trigger, steps); its signing secret is printed once",
+    options: { file: { type: "string" }, definition: { type: "string" } },
+    async run(c) {
+      const file = optional(c, "file");
+      let body = jsonObject(c, "definition");
+      if (file !== undefined) {
+        try {
+          body = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+        } catch (err) {
+          throw new UsageError(`--file: ${(err as Error).message}`);
+        }
+      }
+      if (!body) throw new UsageError("--file or --definition is required");
+      const { data } = await c.api().call("POST", "/workflows", body);
+      c.out.line(data, safe`${data.id}  ${data.name}  v${data.version}\nsigning secret: ${data.signing_secret} (shown once)`);
+    },
+  },
+  "workflows run": {
+    args: "WORKFLOW_ID [--input JSON]",
+    summary: "start a run of a workflow with an input (a JSON object; default {})",
+    options: { input: { type: "string" } },
+    positionals: 1,
+    async run(c) {
+      const input = jsonObject(c, "input") ?? {};
+      const { data } = await c.api().call("POST", `/workflows/${seg(c.positionals[0])}/runs`, { input });
+      c.out.line(data, describeRun(data));
+    },
+  },
+  "runs list": {
+    args: "[--workflow WORKFLOW_ID] [--status STATUS] [--limit N]",
+    summary: "runs of the key's environment, newest first",
+    details: `STATUS is one of ${RUN_STATUSES.join(", ")}.`,
+    options: { workflow: { type: "string" }, status: { type: "string" }, limit: { type: "string" } },
+    async run(c) {
+      const status = optional(c, "status");
+      const workflow = optional(c, "workflow");
+      if (status !== undefined && !RUN_STATUSES.includes(status))
+        throw new UsageError(`--status must be one of ${RUN_STATUSES.join(", ")}`);
+      const query = `limit=${limitOf(c)}${status ? `&status=${status}` : ""}${workflow ? `&workflow_id=${seg(workflow)}` : ""}`;
+      const { data } = await c.api().call<any[]>("GET", `/runs?${query}`);
+      if (c.out.json) for (const r of data) c.out.line(r);
+      else c.out.line(data, table(data, ["id", "workflow_id", "status", "created_at", "finished_at"]));
+    },
+  },
+  "runs get": {
+    args: "WORKFLOW_ID RUN_ID",
+    summary: "one run: its status and each step's",
+    positionals: 2,
+    async run(c) {
+      const { data } = await c.api().call("GET", runPath(c));
+      c.out.line(data, describeRun(data));
+    },
+  },
+  "runs retry": runAction("retry", "run a failed run again from its failed step"),
+  "runs rerun": runAction("rerun", "start a new run with the same input"),
+  "runs cancel": runAction("cancel", "cancel a run that has not finished"),
+  approve: runAction("approve", "approve the approval step a run waits at", true),
+  reject: runAction("reject", "reject the approval step a run waits at (the run fails)", true),
+};

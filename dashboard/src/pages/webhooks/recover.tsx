@@ -1,0 +1,47 @@
+import { useState } from "preact/hooks";
+import { call, type Delivery, type Recovery } from "../../api";
+import { ErrorNotice, useAccount, useAction, useApi } from "../../ui";
+
+/** Sends a test event, and recovers the failed deliveries since a time, showing the job's progress. */
+export function RecoverAndTest({ webhookId, onStarted }: { webhookId: string; onStarted(): void }) {
+  const { key } = useAccount();
+  const base = `/webhooks/${encodeURIComponent(webhookId)}`;
+  const [since, setSince] = useState(() => new Date(Date.now() - 24 * 3_600_000).toISOString().slice(0, 16));
+  const [jobId, setJobId] = useState<string | null>(null);
+  const recover = useAction(() => call<Recovery>(key, "POST", `${base}/recover`, { since: new Date(since).toISOString() }));
+  const test = useAction(() => call<Delivery>(key, "POST", `${base}/test`, {}));
+  const job = useApi<Recovery>(jobId === null ? null : `${base}/recover/${encodeURIComponent(jobId)}`, undefined, 1000);
+  return (
+    <div class="recover">
+      <form
+        class="inline"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const started = await recover.go();
+          if (started) {
+            setJobId(started.id);
+            onStarted();
+          }
+        }}
+      >
+        <label>
+          Recover failed deliveries since
+          <input type="datetime-local" name="since" value={since} onInput={(e) => setSince(e.currentTarget.value)} required />
+        </label>
+        <button type="submit" class="outline small" aria-busy={recover.pending} disabled={recover.pending}>
+          Recover
+        </button>
+        <button type="button" class="outline secondary small" onClick={async () => (await test.go()) && onStarted()}>
+          Send test event
+        </button>
+      </form>
+      {job.data && (
+        <p role="status" class="recovery" data-recovery={job.data.status}>
+          Recovery {job.data.status === "running" ? "running" : "done"}: {job.data.done} of {job.data.total}
+          {job.data.total_capped ? "+" : ""} redelivered <progress value={job.data.done} max={Math.max(job.data.total, 1)} />
+        </p>
+      )}
+      <ErrorNotice error={recover.error ?? test.error} />
+    </div>
+  );
+}

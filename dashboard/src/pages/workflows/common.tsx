@@ -1,0 +1,11 @@
+import type { Actor } from "../../../../shared/api/wire";
+import type { Run, Workflow } from "../../api";
+import { href } from "../../session";
+
+export const startedBy = (r: Run) =>
+  r.trigger.type === "event" ? <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a> : "manual";
+
+export const triggerText = (wf: Workflow) => (wf.trigger.type === "event" ? `on ${wf.trigger.event_type}` : "manual");
+
+/** The key that did something, by name (and id, to tell keys of one name apart). */
+export const actorText = (a: Actor) => `${a.key_name ?? "a key"} (${a.key_id})`;

@@ -1,0 +1,238 @@
+import { useState } from "preact/hooks";
+import type { ApprovalDecision } from "../../../../shared/api/wire";
+import { call, TERMINAL_RUN, type Run } from "../../api";
+import { href } from "../../session";
+import { Confirm, ErrorNotice, Json, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
+import { actorText, startedBy } from "./common";
+
+/** What the server takes as an approval's comment, at most. */
+const COMMENT_MAX = 1000;
+
+function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
+  return (
+    <p class="decision" role="note">
+      {d.decision === "approved" ? "Approved" : "Rejected"} by <strong>{actorText(d.decided_by)}</strong> <Time at={d.decided_at} />
+      {d.comment && <q class="break">{d.comment}</q>}
+    </p>
+  );
+}
+
+type Decision = "approve" | "reject" | "cancel";
+const DECISIONS: Record<Decision, { title: string; body: string; action: string; danger?: true }> = {
+  approve: { title: "Approve this run?", body: "The run goes on with its next step.", action: "Approve" },
+  reject: { title: "Reject this run?", body: "The run ends as failed; no further step runs.", action: "Reject", danger: true },
+  cancel: {
+    title: "Cancel this run?",
+    body: "The run stops after the step in flight, if any, and ends as cancelled.",
+    action: "Cancel run",
+    danger: true,
+  },
+};
+
+export function RunPage({ workflowId, runId }: { workflowId: string; runId: string }) {
+  const { key, can } = useAccount();
+  const base = `/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
+  const [asking, setAsking] = useState<Decision | null>(null);
+  const [comment, setComment] = useState("");
+  const run = useApi<Run>(base, undefined, 1500);
+  const decide = useAction((kind: Decision) =>
+    call<Run>(key, "POST", `${base}/${kind}`, kind === "cancel" || comment.trim() === "" ? undefined : { comment: comment.trim() }),
+  );
+  const again = useAction((kind: "retry" | "rerun") => call<Run>(key, "POST", `${base}/${kind}`));
+  const current = run.data;
+  const pending = current?.status === "waiting" ? current.pending_approval : null;
+  const waitingApproval = pending !== null && pending !== undefined;
+  // A rejection is a decision, not a fault: it is rerun, not retried.
+  const retryable = current?.status === "failed" && !current.steps.some((s) => s.decision?.decision === "rejected");
+
+  return (
+    <section aria-labelledby="run-title">
+      <nav aria-label="Breadcrumb" class="crumbs">
+        <a href={href("workflows")}>Workflows</a> / <a href={href("workflows", workflowId)}>{workflowId}</a> / <span>{runId}</span>
+      </nav>
+      <Loaded state={run} what="the run">
+        {(r) => (
+          <>
+            <header class="page-head">
+              <h2 id="run-title">
+                Run <code>{r.id}</code>
+              </h2>
+              <Status value={r.status} />
+            </header>
+            <dl class="facts">
+              <dt>Workflow version</dt>
+              <dd>v{r.workflow_version}</dd>
+              <dt>Started by</dt>
+              <dd>{startedBy(r)}</dd>
+              <dt>Created</dt>
+              <dd>
+                <Time at={r.created_at} />
+              </dd>
+              <dt>Finished</dt>
+              <dd>
+                <Time at={r.finished_at} />
+              </dd>
+              {r.attempt > 1 && (
+                <>
+                  <dt>Attempt</dt>
+                  <dd>{r.attempt}</dd>
+                </>
+              )}
+              {r.rerun_of && (
+                <>
+                  <dt>Rerun of</dt>
+                  <dd>
+                    <a href={href("workflows", workflowId, "runs", r.rerun_of)}>{r.rerun_of}</a>
+                  </dd>
+                </>
+              )}
+              {r.cancelled_by && (
+                <>
+                  <dt>Cancelled by</dt>
+                  <dd>
+                    {actorText(r.cancelled_by)}
+                    {r.cancel_reason === "workflow_deleted" && " (the workflow was deleted)"}
+                  </dd>
+                </>
+              )}
+            </dl>
+            {r.status === "waiting" && r.pending_approval && (
+              <div class="notice wait" role="status">
+                This run waits for approval at step <code>{r.pending_approval.step_id}</code>
+                {r.pending_approval.message !== null && (
+                  <>
+                    : <q class="break">{r.pending_approval.message}</q>
+                  </>
+                )}
+              </div>
+            )}
+            {!TERMINAL_RUN.has(r.status) &&
+              (can("workflows:write") ? (
+                <div class="actions left">
+                  {waitingApproval && (
+                    <>
+                      <button type="button" onClick={() => setAsking("approve")}>
+                        Approve
+                      </button>
+                      <button type="button" class="outline danger" onClick={() => setAsking("reject")}>
+                        Reject
+                      </button>
+                    </>
+                  )}
+                  <button type="button" class="outline secondary" onClick={() => setAsking("cancel")}>
+                    Cancel run
+                  </button>
+                </div>
+              ) : (
+                <NeedsScope scope="workflows:write" />
+              ))}
+            {TERMINAL_RUN.has(r.status) && can("workflows:write") && (
+              <div class="actions left">
+                {retryable && (
+                  <button
+                    type="button"
+                    aria-busy={again.pending}
+                    disabled={again.pending}
+                    onClick={async () => (await again.go("retry")) && run.reload()}
+                  >
+                    Retry from the failed step
+                  </button>
+                )}
+                <button
+                  type="button"
+                  class="outline secondary"
+                  aria-busy={again.pending}
+                  disabled={again.pending}
+                  onClick={async () => {
+                    const next = await again.go("rerun");
+                    if (next) location.hash = href("workflows", workflowId, "runs", next.id);
+                  }}
+                >
+                  Rerun with the same input
+                </button>
+              </div>
+            )}
+            <ErrorNotice error={decide.error ?? again.error} />
+            <h3>Steps</h3>
+            <ol class="run-steps">
+              {r.steps.map((s) => (
+                <li key={s.id} class={`run-step ${s.status}`} aria-label={`Step ${s.id}: ${s.status}`}>
+                  <header>
+                    <code>{s.id}</code> <span class="chip">{s.type}</span> <Status value={s.status} />
+                    {s.attempt_count > 1 && <small class="muted"> {s.attempt_count} attempts</small>}
+                    <small class="muted right">
+                      <Time at={s.started_at} /> → <Time at={s.finished_at} />
+                    </small>
+                  </header>
+                  {s.type === "approval" && s.message !== undefined && s.message !== null && (
+                    <p class="muted break">
+                      Asked: <q>{s.message}</q>
+                    </p>
+                  )}
+                  {s.decision && <DecisionNote decision={s.decision} />}
+                  {s.error && (
+                    <p class="step-error" role="note">
+                      {s.error}
+                    </p>
+                  )}
+                  {s.output !== null && s.output !== undefined && (
+                    <details>
+                      <summary>Output</summary>
+                      <Json value={s.output} label={`Output of step ${s.id}`} />
+                    </details>
+                  )}
+                </li>
+              ))}
+            </ol>
+            <details>
+              <summary>Input</summary>
+              <Json value={r.input} label="Run input" />
+            </details>
+          </>
+        )}
+      </Loaded>
+      {asking && (
+        <Confirm
+          title={DECISIONS[asking].title}
+          body={
+            asking === "cancel" ? (
+              <p>{DECISIONS[asking].body}</p>
+            ) : (
+              <>
+                {pending?.message !== null && pending?.message !== undefined && (
+                  <blockquote class="approval-message break" aria-label="Approval message">
+                    {pending.message}
+                  </blockquote>
+                )}
+                <p>{DECISIONS[asking].body}</p>
+                <label>
+                  Comment (optional)
+                  <textarea
+                    name="comment"
+                    rows={3}
+                    maxLength={COMMENT_MAX}
+                    value={comment}
+                    onInput={(e) => setComment((e.target as HTMLTextAreaElement).value)}
+                  />
+                </label>
+              </>
+            )
+          }
+          action={DECISIONS[asking].action}
+          tone={DECISIONS[asking].danger && "danger"}
+          pending={decide.pending}
+          onCancel={() => setAsking(null)}
+          onConfirm={async () => {
+            const kind = asking;
+            const done = await decide.go(kind);
+            setAsking(null);
+            if (done) {
+              setComment("");
+              run.reload();
+            }
+          }}
+        />
+      )}
+    </section>
+  );
+}
