@@ -27,3 +27,37 @@ export interface ForgetParams {
   org_id: string;
   webhook_id: string;
 }
+
+/** The tenant of an internal call from the webhooks service (which checked the caller's webhook). */
+export const tenantParams = {
+  org_id: { type: "string", min: 1, max: 100 },
+  environment: { type: "enum", values: ["live", "test"] },
+} as const;
+export interface TenantArgs {
+  org_id: string;
+  environment: Environment;
+}
+
+/** `webhook-dispatcher.retryNow`: a pending delivery. */
+export const retryNowParams = { $$strict: true, ...tenantParams, id: { type: "string", min: 1, max: 100 } } as const;
+export type RetryNowParams = TenantArgs & { id: string };
+
+/** `webhook-dispatcher.sendTest`: a test event's type and data, for one webhook. */
+export const sendTestParams = {
+  $$strict: true,
+  ...tenantParams,
+  webhook_id: { type: "string", min: 1, max: 100 },
+  event_type: { type: "string", min: 1, max: 100 },
+  data: { type: "object" },
+} as const;
+export type SendTestParams = TenantArgs & { webhook_id: string; event_type: string; data: Record<string, unknown> };
+
+/** `webhook-dispatcher.recover`: a webhook's failed deliveries created in [since, until) (ms since the epoch). */
+export const recoverParams = {
+  $$strict: true,
+  ...tenantParams,
+  webhook_id: { type: "string", min: 1, max: 100 },
+  since: { type: "number", integer: true },
+  until: { type: "number", integer: true, optional: true },
+} as const;
+export type RecoverParams = TenantArgs & { webhook_id: string; since: number; until?: number };

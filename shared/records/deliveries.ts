@@ -17,7 +17,7 @@ export { DELIVERY_STATUSES, type Attempt, type DeliveryStatus } from "../api/wir
 
 /**
  * A webhook's signing secret starts with this (then 32 random bytes in base64): the webhooks
- * service makes secrets, the dispatcher signs deliveries with them (its signing.ts).
+ * service makes secrets, the dispatcher signs deliveries with them (shared/net/signing.ts).
  */
 export const SECRET_PREFIX = "whsec_";
 
