@@ -108,6 +108,11 @@ const AttemptsSchema: Partial<ServiceSchema<PlatformSettings, DispatcherMethods,
       const counts: Record<string, number> = {};
       if (attempt && !forced) counts[outcome.status === "succeeded" ? "attempts_succeeded" : "attempts_failed"] = 1;
       if (outcome.dueAt === null) counts[outcome.status] = 1;
+      const manual = delivery.manual === true && attempt !== null && !forced;
+      // A retry of a delivery started by hand also waits for the webhook's next slot for such sends.
+      if (manual && outcome.dueAt !== null) {
+        outcome.dueAt = Math.max(outcome.dueAt, await this.manualSlot(delivery.org_id, delivery.webhook_id));
+      }
       if (job.fresh && !job.stored) {
         // Not stored yet: its one write, already settled.
         const doc = settledDelivery(delivery, outcome, attempt, now);
@@ -135,6 +140,9 @@ const AttemptsSchema: Partial<ServiceSchema<PlatformSettings, DispatcherMethods,
           this.logger.warn(`delivery ${delivery.id}: sent by this node and also by another (${this.duplicates} such repeats since start)`);
           return;
         }
+        // Started by hand: the attempt counts toward the webhook's streak before it is recorded, so
+        // whoever waits for the record (a recovery's next batch) sees its effect.
+        if (manual) await this.recordStreak(delivery, outcome.status === "succeeded");
         const updated = await this.deliveries.update(
           ALL_TENANTS,
           { id: delivery.id, lease: delivery.lease },
@@ -161,16 +169,17 @@ const AttemptsSchema: Partial<ServiceSchema<PlatformSettings, DispatcherMethods,
         }
         return;
       }
-      // Only deliveries that ran their course move the webhook's failure streak.
-      const streak = !forced && target && (outcome.status === "failed" || target.consecutive_failures > 0);
-      if (streak) {
-        await this.broker
-          .call("webhooks.recordOutcome", { org_id: delivery.org_id, id: delivery.webhook_id, ok: outcome.status === "succeeded" })
-          .then(
-            () => this.failures.ok("recording outcomes on webhooks"),
-            (err: unknown) => this.failures.failed("recording outcomes on webhooks", err, `e.g. delivery ${delivery.id}'s`),
-          );
-      }
+      // Only deliveries that ran their course move the webhook's failure streak (one started by
+      // hand did with each attempt).
+      const streak = !manual && !forced && target && (outcome.status === "failed" || target.consecutive_failures > 0);
+      if (streak) await this.recordStreak(delivery, outcome.status === "succeeded");
+    },
+
+    recordStreak(delivery, ok) {
+      return this.broker.call("webhooks.recordOutcome", { org_id: delivery.org_id, id: delivery.webhook_id, ok }).then(
+        () => this.failures.ok("recording outcomes on webhooks"),
+        (err: unknown) => this.failures.failed("recording outcomes on webhooks", err, `e.g. delivery ${delivery.id}'s`),
+      );
     },
 
     attempted(delivery, attempt, dueAt) {

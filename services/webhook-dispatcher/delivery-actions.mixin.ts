@@ -21,38 +21,46 @@ import type { DispatcherMethods, DispatcherVars } from "./dispatcher.types";
  */
 
 /** What the dispatcher's schema gives these actions (its store declaration, tally and `claim`). */
-type This = Pick<DispatcherVars, "deliveries" | "outcomes" | "tally" | "failures"> & Pick<DispatcherMethods, "claim">;
+type This = Pick<DispatcherVars, "deliveries" | "outcomes" | "tally" | "failures" | "throttle"> &
+  Pick<DispatcherMethods, "claim" | "later" | "manualSlot" | "claimAt">;
+
+/**
+ * Attempts of sends started by hand through these actions (retry now, redeliver, test), their
+ * retries included, start at most this many per second per webhook, across all dispatcher nodes: a
+ * burst of calls queues at this pace, and since each failed attempt counts toward the auto-disable,
+ * a failing receiver gets a bounded number of them (docs/webhooks-amplification.md).
+ */
+export const MANUAL_PER_SECOND = 2;
+/** The throttle document of a webhook's hand-started sends: its id is the webhook's plus this. */
+export const MANUAL_THROTTLE_SUFFIX = ".manual";
 
 const DeliveryActionsSchema: Partial<ServiceSchema<ServiceSettingSchema, Record<string, never>, This>> = {
   actions: {
     /**
      * Internal, for the webhooks API (which checked the webhook): a pending delivery waiting for its
-     * next attempt gets it now. One whose attempt is claimed (in flight, or queued at its throttle's
+     * next attempt gets it now (at the webhook's next slot for sends started by hand). One whose attempt is claimed (in flight, or queued at its throttle's
      * turn) is answered as it is: that attempt is the retry, and nothing is sent twice.
      */
     retryNow: {
       visibility: "public",
       params: retryNowParams,
       async handler(ctx: Context<RetryNowParams>): Promise<DeliveryView> {
-        const { org_id, environment, id } = ctx.params;
+        const { org_id, environment, webhook_id, id } = ctx.params;
         const tenant = { org_id, environment };
-        const now = Date.now();
+        const at = await this.manualSlot(org_id, webhook_id);
         const updated = await this.deliveries.update(
           tenant,
-          { id, status: "pending", lease: null },
-          { $set: { due_at: now, next_attempt_at: new Date(now).toISOString() } },
+          { id, webhook_id, status: "pending", lease: null },
+          { $set: { due_at: at, next_attempt_at: new Date(at).toISOString(), manual: true } },
         );
         if (!updated) {
-          const current = await this.deliveries.findOne(tenant, { id });
+          const current = await this.deliveries.findOne(tenant, { id, webhook_id });
           if (current?.status === "pending") return deliveryView(current);
           throw new ApiError("invalid_state", "The delivery has settled; POST …/redeliver starts a new series of attempts", {
             param: "delivery_id",
           });
         }
-        // Claimed here and now; if that fails, a poll finds it due.
-        this.claim(id).catch((err: unknown) =>
-          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
-        );
+        this.claimAt(id, at);
         return deliveryView(updated);
       },
     },
@@ -67,20 +75,20 @@ const DeliveryActionsSchema: Partial<ServiceSchema<ServiceSettingSchema, Record<
       params: sendTestParams,
       async handler(ctx: Context<SendTestParams>): Promise<DeliveryView> {
         const { org_id, environment, webhook_id, event_type, data } = ctx.params;
-        const now = Date.now();
-        const at = new Date(now).toISOString();
+        const due = await this.manualSlot(org_id, webhook_id);
+        const at = new Date().toISOString();
         const eventId = newId("evt");
         const doc: DeliveryDoc = {
           ...freshDelivery({ org_id, environment }, { id: eventId, type: event_type }, webhook_id, at),
           test: true,
           payload: { id: eventId, type: event_type, created_at: at, data, test: true },
-          due_at: now,
+          next_attempt_at: new Date(due).toISOString(),
+          due_at: due,
+          manual: true,
         };
         await this.deliveries.insert(doc);
         this.tally.add(webhookRowsOf(doc), { created: 1 });
-        this.claim(doc.id).catch((err: unknown) =>
-          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
-        );
+        this.claimAt(doc.id, due);
         return deliveryView(doc);
       },
     },
@@ -94,14 +102,24 @@ const DeliveryActionsSchema: Partial<ServiceSchema<ServiceSettingSchema, Record<
       visibility: "public",
       params: redeliverParams,
       async handler(ctx: Context<RedeliverParams>): Promise<DeliveryDoc> {
-        const { org_id, environment, id, status, series_start } = ctx.params;
-        const now = Date.now();
-        const at = new Date(now).toISOString();
+        const { org_id, environment, webhook_id, id, status, series_start } = ctx.params;
+        const due = await this.manualSlot(org_id, webhook_id);
+        const at = new Date().toISOString();
         // From the settled status the caller read, so the right settled count is taken back below.
         const updated = await this.deliveries.update(
           { org_id, environment },
-          { id, status },
-          { $set: { status: "pending", series_start, due_at: now, next_attempt_at: at, updated_at: at }, $unset: { lease: true } },
+          { id, webhook_id, status },
+          {
+            $set: {
+              status: "pending",
+              series_start,
+              due_at: due,
+              next_attempt_at: new Date(due).toISOString(),
+              updated_at: at,
+              manual: true,
+            },
+            $unset: { lease: true },
+          },
         );
         if (!updated) {
           throw new ApiError("invalid_state", "The delivery changed meanwhile (it is being redelivered); read it again", {
@@ -112,12 +130,25 @@ const DeliveryActionsSchema: Partial<ServiceSchema<ServiceSettingSchema, Record<
         await Promise.all(webhookRowsOf(updated).map((row) => this.outcomes.increment(row, { [status]: -1 }))).catch((err: unknown) =>
           this.logger.warn(`delivery ${id}: redelivered, but its settled count in analytics could not be taken back`, err),
         );
-        // Claimed here and now; if that fails, a poll finds it due.
-        this.claim(id).catch((err: unknown) =>
-          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
-        );
+        this.claimAt(id, due);
         return updated;
       },
+    },
+  },
+
+  methods: {
+    manualSlot(orgId: string, webhookId: string) {
+      return this.throttle.reserve(orgId, `${webhookId}${MANUAL_THROTTLE_SUFFIX}`, MANUAL_PER_SECOND);
+    },
+
+    claimAt(id: string, at: number) {
+      const claim = () =>
+        void this.claim(id).catch((err: unknown) =>
+          this.failures.failed("claiming deliveries", err, "the poll claims them once the store answers"),
+        );
+      const wait = at - Date.now();
+      if (wait <= 0) claim();
+      else this.later(claim, wait);
     },
   },
 };

@@ -5,6 +5,7 @@ export const redeliverParams = {
   $$strict: true,
   org_id: { type: "string", min: 1, max: 100 },
   environment: { type: "enum", values: ["live", "test"] },
+  webhook_id: { type: "string", min: 1, max: 100 },
   id: { type: "string", min: 1, max: 100 },
   status: { type: "enum", values: ["succeeded", "failed"] },
   series_start: { type: "number", integer: true, min: 0 },
@@ -12,6 +13,7 @@ export const redeliverParams = {
 export interface RedeliverParams {
   org_id: string;
   environment: Environment;
+  webhook_id: string;
   id: string;
   status: "succeeded" | "failed";
   series_start: number;
@@ -39,8 +41,13 @@ export interface TenantArgs {
 }
 
 /** `webhook-dispatcher.retryNow`: a pending delivery. */
-export const retryNowParams = { $$strict: true, ...tenantParams, id: { type: "string", min: 1, max: 100 } } as const;
-export type RetryNowParams = TenantArgs & { id: string };
+export const retryNowParams = {
+  $$strict: true,
+  ...tenantParams,
+  webhook_id: { type: "string", min: 1, max: 100 },
+  id: { type: "string", min: 1, max: 100 },
+} as const;
+export type RetryNowParams = TenantArgs & { webhook_id: string; id: string };
 
 /** `webhook-dispatcher.sendTest`: a test event's type and data, for one webhook. */
 export const sendTestParams = {

@@ -133,6 +133,12 @@ export interface DispatcherMethods {
   /** Logs a failure of an attempt or of writing its outcome (once per kind; each delivery at debug level). */
   report(job: Job, work: Promise<void>): Promise<void>;
   settle(job: Job, attempt: Attempt | null, forced?: "failed"): Promise<void>;
+  /** The webhook's next start time for sends started by hand (see MANUAL_PER_SECOND). */
+  manualSlot(orgId: string, webhookId: string): Promise<number>;
+  /** Claims the delivery at `at` (epoch ms): now, or by a local timer; else a poll finds it due. */
+  claimAt(id: string, at: number): void;
+  /** A delivery's success or failure told to the webhooks service, for the webhook's failure streak. */
+  recordStreak(delivery: DeliveryDoc, ok: boolean): Promise<void>;
   claim(id?: string): Promise<boolean>;
   poll(): Promise<void>;
   /** Polls now, or right after the poll under way. */

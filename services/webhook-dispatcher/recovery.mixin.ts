@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
-import { recoveryView, type DeliveryDoc, type RecoveryDoc } from "../../shared/records/deliveries";
+import { DISABLE_AFTER_FAILURES, recoveryView, type DeliveryDoc, type RecoveryDoc } from "../../shared/records/deliveries";
 import { ApiError, isDuplicate } from "../../shared/errors";
 import type { FailureLog } from "../../shared/runtime/failure-log";
 import { newId } from "../../shared/ids";
@@ -17,9 +17,15 @@ import { recoverParams, type RecoverParams } from "./dispatcher.params";
  * next batch (its state is a document of `webhook_recoveries`).
  */
 
-/** Failed deliveries a recovery redelivers per batch, and the pause between a job's batches (~100 a second). */
-export const RECOVER_BATCH = 100;
-export const RECOVER_PAUSE_MS = 1000;
+/**
+ * Failed deliveries a recovery redelivers per batch: as many as failures in a row disable the
+ * webhook. Each failed attempt of a batch's deliveries counts toward the auto-disable, and the next
+ * batch waits for their first attempts, so a receiver that still fails gets one batch and the job
+ * stops (docs/webhooks-amplification.md). The pause between a job's batches, and before it looks
+ * again at a batch still waiting for first attempts.
+ */
+export const RECOVER_BATCH = DISABLE_AFTER_FAILURES;
+export const RECOVER_PAUSE_MS = 250;
 /** A node holding a job's batch this long without finishing it (killed) leaves it to another. */
 const RECOVER_LEASE_MS = 30_000;
 /** How often each node looks for a recovery batch due. */
@@ -34,6 +40,7 @@ interface This {
   stopping: boolean;
   claim(id?: string): Promise<boolean>;
   /** Set here. */
+  recoverGate(job: RecoveryDoc, lease: string): Promise<"go" | "wait" | "stop">;
   recoverTimer?: NodeJS.Timeout;
   recovering?: Promise<void>;
   recoverBatch(): Promise<boolean>;
@@ -118,10 +125,46 @@ const RecoverySchema: Partial<ServiceSchema<ServiceSettingSchema, Record<string,
     },
 
     /**
-     * Claims the most overdue job and redelivers its next batch: the failed deliveries after its
-     * cursor, in id order along the (webhook, status, id) index, each moved back to pending (due
-     * now, a new series) with a compare-and-set on `failed`, so a batch run twice (a lease that
-     * ran out) redelivers nothing twice. Answers whether a batch ran.
+     * Whether a job's next batch may go: its last batch's deliveries have each made their first
+     * attempt (or settled), and its webhook is still enabled; a webhook disabled or deleted
+     * meanwhile stops the job. Waiting or stopping is written here, under the job's lease.
+     */
+    async recoverGate(job, lease) {
+      const tenant = { org_id: job.org_id, environment: job.environment };
+      if (job.batch && job.batch.length > 0) {
+        const last = await this.deliveries.find(tenant, { id: { $in: job.batch } });
+        if (last.some((d) => d.status === "pending" && d.attempts.length <= d.series_start)) {
+          await this.recoveries.update(
+            ALL_TENANTS,
+            { id: job.id, lease },
+            { $set: { due_at: Date.now() + RECOVER_PAUSE_MS }, $unset: { lease: true } },
+          );
+          return "wait";
+        }
+      }
+      const target = await this.broker.call<{ status: string } | null, object>("webhooks.target", {
+        org_id: job.org_id,
+        id: job.webhook_id,
+      });
+      if (target?.status === "enabled") return "go";
+      const at = new Date().toISOString();
+      await this.recoveries.update(
+        ALL_TENANTS,
+        { id: job.id, lease },
+        {
+          $set: { status: "stopped", finished_at: at, updated_at: at },
+          $unset: { running: true, due_at: true, lease: true, batch: true },
+        },
+      );
+      return "stop";
+    },
+
+    /**
+     * Claims the most overdue job and, once its gate lets it (recoverGate), redelivers its next
+     * batch: the failed deliveries after its cursor, in id order along the (webhook, status, id)
+     * index, each moved back to pending (due now, a new series, started by hand) with a
+     * compare-and-set on `failed`, so a batch run twice (a lease that ran out) redelivers nothing
+     * twice. Answers whether a job was taken.
      */
     async recoverBatch() {
       const now = Date.now();
@@ -133,28 +176,37 @@ const RecoverySchema: Partial<ServiceSchema<ServiceSettingSchema, Record<string,
         { sort: { due_at: 1 } },
       );
       if (!job) return false;
+      if ((await this.recoverGate(job, lease)) !== "go") return true;
       const tenant = { org_id: job.org_id, environment: job.environment };
       const batch = await this.deliveries.find(
         tenant,
         { webhook_id: job.webhook_id, status: "failed", id: { $gt: job.cursor, ...(job.end !== undefined && { $lt: job.end }) } },
         { sort: { id: 1 }, limit: RECOVER_BATCH },
       );
-      let done = 0;
+      const moved: string[] = [];
       const at = new Date().toISOString();
       for (const d of batch) {
-        const moved = await this.deliveries.update(
+        const updated = await this.deliveries.update(
           tenant,
           { id: d.id, status: "failed" },
           {
-            $set: { status: "pending", series_start: d.attempts.length, due_at: Date.now(), next_attempt_at: at, updated_at: at },
+            $set: {
+              status: "pending",
+              series_start: d.attempts.length,
+              due_at: Date.now(),
+              next_attempt_at: at,
+              updated_at: at,
+              manual: true,
+            },
             $unset: { lease: true },
           },
         );
-        if (!moved) continue;
-        done += 1;
+        if (!updated) continue;
+        moved.push(d.id);
         // Out of its settled count, as a redelivery is.
-        this.tally.add(webhookRowsOf(moved), { failed: -1 });
+        this.tally.add(webhookRowsOf(updated), { failed: -1 });
       }
+      const done = moved.length;
       const finished = batch.length < RECOVER_BATCH;
       const updatedAt = new Date().toISOString();
       await this.recoveries.update(
@@ -164,16 +216,16 @@ const RecoverySchema: Partial<ServiceSchema<ServiceSettingSchema, Record<string,
           ? {
               $set: { status: "succeeded", finished_at: updatedAt, updated_at: updatedAt, cursor: batch.at(-1)?.id ?? job.cursor },
               $inc: { done },
-              $unset: { running: true, due_at: true, lease: true },
+              $unset: { running: true, due_at: true, lease: true, batch: true },
             }
           : {
-              $set: { cursor: batch[batch.length - 1].id, due_at: Date.now() + RECOVER_PAUSE_MS, updated_at: updatedAt },
+              $set: { cursor: batch[batch.length - 1].id, batch: moved, due_at: Date.now() + RECOVER_PAUSE_MS, updated_at: updatedAt },
               $inc: { done },
               $unset: { lease: true },
             },
       );
       // Redelivered ones are due now: claimed here rather than at the next poll.
-      if (done > 0) void this.claim().catch(() => undefined);
+      for (const id of moved) void this.claim(id).catch(() => undefined);
       return true;
     },
   },

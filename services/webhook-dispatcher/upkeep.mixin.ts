@@ -3,6 +3,7 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import { GAUGE_COUNT_CAP } from "../../shared/runtime/metrics";
 import { firstIdAt, prune, retentionCutoff } from "../../shared/records/retention";
 import { ALL_TENANTS } from "../../shared/storage/types";
+import { MANUAL_THROTTLE_SUFFIX } from "./delivery-actions.mixin";
 import { forgetParams, type ForgetParams } from "./dispatcher.params";
 import type { DispatcherMethods, DispatcherVars } from "./dispatcher.types";
 
@@ -17,6 +18,7 @@ const UpkeepSchema: Partial<ServiceSchema<PlatformSettings, DispatcherMethods, D
         const tenant = { org_id: ctx.params.org_id };
         this.sender.drop(ctx.params.webhook_id);
         await this.throttle.forget(ctx.params.org_id, ctx.params.webhook_id);
+        await this.throttle.forget(ctx.params.org_id, `${ctx.params.webhook_id}${MANUAL_THROTTLE_SUFFIX}`);
         const removed = await this.deliveries.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         await this.outcomes.deleteMany(tenant, { webhook_id: ctx.params.webhook_id });
         return removed;

@@ -124,6 +124,7 @@ const DeliveryLogSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMethods
         return ctx.call<DeliveryView, object>("webhook-dispatcher.retryNow", {
           org_id: delivery.org_id,
           environment: delivery.environment,
+          webhook_id: webhook.id,
           id: delivery.id,
         });
       },
@@ -210,6 +211,7 @@ const DeliveryLogSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMethods
         const updated = await ctx.call<DeliveryDoc, RedeliverArgs>("webhook-dispatcher.redeliver", {
           org_id: delivery.org_id,
           environment: delivery.environment,
+          webhook_id: webhook.id,
           id: delivery.id,
           status: delivery.status,
           series_start: delivery.attempts.length,

@@ -35,7 +35,8 @@ const DispatcherCallsSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMet
 
     /**
      * Internal, for the dispatcher: a delivery settled. A success clears the failure streak; the
-     * tenth exhausted delivery in a row disables the webhook and records `webhook.disabled`.
+     * tenth failed delivery in a row disables the webhook and records `webhook.disabled`. A delivery
+     * counts once it exhausted its attempts or, when started by hand, with each failed attempt.
      */
     recordOutcome: {
       visibility: "public",
@@ -52,7 +53,7 @@ const DispatcherCallsSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMet
         }
         const counted = await this.webhooks.update(tenant, { id: ctx.params.id }, { $inc: { consecutive_failures: 1 } });
         if (!counted || counted.consecutive_failures < DISABLE_AFTER_FAILURES) return;
-        const reason = `${counted.consecutive_failures} deliveries in a row failed all their attempts`;
+        const reason = `${counted.consecutive_failures} deliveries in a row failed (each attempt of one started by hand counts)`;
         // Disabled and its event stored together, or neither (another node disabled it first).
         const disabled = await this.outbox.recordWith(
           [

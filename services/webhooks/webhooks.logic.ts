@@ -4,8 +4,7 @@ import { QUOTAS } from "../../shared/records/quotas";
 import type { Environment } from "../../shared/storage/types";
 import type { Webhook } from "../../shared/api/wire";
 
-/** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
-export const DISABLE_AFTER_FAILURES = 10;
+export { DISABLE_AFTER_FAILURES } from "../../shared/records/deliveries";
 /** Secrets that sign one delivery at most: the current one and the last rotated out. */
 export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";

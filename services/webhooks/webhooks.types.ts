@@ -15,6 +15,7 @@ import type { WebhookDoc, WebhookView } from "./webhooks.logic";
 export interface RedeliverArgs {
   org_id: string;
   environment: "live" | "test";
+  webhook_id: string;
   id: string;
   status: "succeeded" | "failed";
   series_start: number;

@@ -24,6 +24,12 @@ export const SECRET_PREFIX = "whsec_";
 /** Attempts in one series (the first and four retries); a redelivery starts a new series. */
 export const ATTEMPTS_PER_SERIES = 5;
 
+/**
+ * Failures in a row before a webhook is disabled (contract 8): deliveries that exhausted their
+ * series, and each failed attempt of a delivery started by hand (see `manual` on DeliveryDoc).
+ */
+export const DISABLE_AFTER_FAILURES = 10;
+
 /** A delivery as stored: what the API shows (shared/api/wire.ts) and the fields that run the attempts. */
 export interface DeliveryDoc extends Omit<Delivery, "object"> {
   org_id: string;
@@ -38,6 +44,14 @@ export interface DeliveryDoc extends Omit<Delivery, "object"> {
   traceparent?: string;
   /** A test delivery's body (its event is not in the event log); other deliveries send their event's payload. */
   payload?: Record<string, unknown>;
+  /**
+   * Started by hand (a redelivery, a retry now, a test event, a recovery's batch): each failed
+   * attempt of its series counts toward the webhook's failure streak at once, and its exhaustion
+   * does not count again. So a webhook enabled again while its receiver still fails is disabled
+   * after DISABLE_AFTER_FAILURES requests, not after that many whole series
+   * (docs/webhooks-amplification.md).
+   */
+  manual?: true;
 }
 
 export type DeliveryView = Delivery;
@@ -51,6 +65,7 @@ export const deliveryView = ({
   request_id: _r,
   traceparent: _t,
   payload: _p,
+  manual: _m,
   ...view
 }: DeliveryDoc): DeliveryView => ({ object: "delivery", ...view });
 
@@ -95,11 +110,22 @@ export interface RecoveryDoc extends Omit<Recovery, "object"> {
   cursor: string;
   /** The first id past the range (from `until`), or absent. */
   end?: string;
+  /** The ids the last batch redelivered: the next batch waits until each has made its first attempt. */
+  batch?: string[];
   due_at?: number;
   lease?: string;
 }
 
-export const recoveryView = ({ org_id: _o, running: _r, cursor: _c, end: _e, due_at: _d, lease: _l, ...view }: RecoveryDoc): Recovery => ({
+export const recoveryView = ({
+  org_id: _o,
+  running: _r,
+  cursor: _c,
+  end: _e,
+  batch: _b,
+  due_at: _d,
+  lease: _l,
+  ...view
+}: RecoveryDoc): Recovery => ({
   object: "recovery",
   ...view,
 });
