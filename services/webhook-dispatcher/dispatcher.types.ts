@@ -7,6 +7,7 @@ import type { Tally, WebhookOutcomeRow } from "../../shared/records/outcomes";
 import type { Pruner, PruneControl } from "../../shared/records/retention";
 import { DELIVERIES, RECOVERIES } from "../../shared/records/deliveries";
 import { EVENTS } from "../../shared/records/events";
+import { LISTENER_SESSIONS } from "../../shared/records/listeners";
 import { WEBHOOK_OUTCOMES } from "../../shared/records/outcomes";
 import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import type { Tenant } from "../../shared/storage/types";
@@ -78,7 +79,13 @@ export const VIEW_SETTLE_MS = 300;
 
 /** The delivery log and its counts are the dispatcher's; the event log is read here, its markers unset by the events service. */
 export const STORE = declareStore({
-  owns: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES, throttles: THROTTLES, recoveries: RECOVERIES },
+  owns: {
+    deliveries: DELIVERIES,
+    outcomes: WEBHOOK_OUTCOMES,
+    throttles: THROTTLES,
+    recoveries: RECOVERIES,
+    listenerSessions: LISTENER_SESSIONS,
+  },
   reads: { events: EVENTS },
 });
 

@@ -39,18 +39,19 @@ const UpkeepSchema: Partial<ServiceSchema<PlatformSettings, DispatcherMethods, D
       this.metrics.set("oldestPending", (now - oldest) / 1000);
     },
 
-    pruneDeliveries(now, control) {
-      const days = this.settings.config.eventRetentionDays;
+    async pruneDeliveries(now, control) {
+      const before = firstIdAt("del", retentionCutoff(this.settings.config.eventRetentionDays, now));
       // By creation (ids sort by time); a pending delivery (retrying, or redelivered) stays until it settles.
-      return prune(
-        {
-          collection: this.deliveries,
-          field: "id",
-          before: firstIdAt("del", retentionCutoff(days, now)),
-          removable: { status: { $in: ["succeeded", "failed"] } },
-        },
+      const deliveries = await prune(
+        { collection: this.deliveries, field: "id", before, removable: { status: { $in: ["succeeded", "failed"] } } },
         control,
       );
+      // Listener sessions as old as the deliveries pruned (their ids are ULIDs of their opening time).
+      const sessions = await prune(
+        { collection: this.listenerSessions, field: "id", before: `ls_${before.slice(4)}`, removable: {} },
+        control,
+      );
+      return deliveries + sessions;
     },
   },
 };

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { isId } from "../ids";
 import { collectionSpec } from "../storage/types";
 import type { Attempt, Delivery, Recovery } from "../api/wire";
 
@@ -52,6 +54,28 @@ export interface DeliveryDoc extends Omit<Delivery, "object"> {
    * (docs/webhooks-amplification.md).
    */
   manual?: true;
+}
+
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
+/**
+ * The id of the delivery of event `eventId` to `webhookId` (or to a listener session, `ls_…`), the
+ * same whoever computes it and however often: a fan-out repeated after a crash inserts the same id (refused as a duplicate), and
+ * a receiver sees the same `webhook-id` on a delivery sent again. It sorts by the event's time (the
+ * ULID time part of its id), which retention cuts deliveries along; the rest comes from a hash of
+ * both ids.
+ */
+export function deliveryId(eventId: string, webhookId: string): string {
+  const time = isId("evt", eventId) ? eventId.slice(4, 14) : "0000000000";
+  const hash = createHash("sha256").update(eventId).update("\n").update(webhookId).digest();
+  let rest = "";
+  // 16 characters of 5 bits from the first 10 bytes.
+  for (let bit = 0; bit < 80; bit += 5) {
+    const byte = bit >> 3;
+    const word = (hash[byte] << 8) | hash[byte + 1];
+    rest += CROCKFORD[(word >> (11 - (bit & 7))) & 31];
+  }
+  return `del_${time}${rest}`;
 }
 
 export type DeliveryView = Delivery;
