@@ -1,7 +1,7 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
 import { ApiError, notFound } from "../../shared/errors";
-import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
+import { QUOTAS, quotaExceeded, quotaWrite, releaseQuota } from "../../shared/records/quotas";
 import { newId, nowIso } from "../../shared/ids";
 import { checkTargetUrl } from "../../shared/net/net-guard";
 import { healthOf, last24hFrom } from "../../shared/records/outcomes";
@@ -41,8 +41,15 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
         const tenant = tenantOf(ctx);
         const events = checkSubscription(ctx.params.events);
         const url = await this.checkUrl(ctx.params.url, tenant);
-        const limit = QUOTAS.webhooks_per_environment;
-        await checkCountQuota(this.webhooks, tenant, {}, "webhooks_per_environment", limit, "webhooks per environment");
+        const quota = {
+          counters: this.quota,
+          tenant,
+          quota: "webhooks_per_environment",
+          limit: QUOTAS.webhooks_per_environment,
+          what: "webhooks per environment",
+          count: () => this.webhooks.count(tenant, {}, { limit: QUOTAS.webhooks_per_environment + 1 }),
+        } as const;
+        const taken = await quotaWrite(quota);
         const at = nowIso();
         const doc: WebhookDoc = {
           id: newId("wh"),
@@ -59,7 +66,10 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
           created_at: at,
           updated_at: at,
         };
-        await this.webhooks.insert(doc);
+        // The webhook and its count together: the quota holds whatever the concurrency.
+        if (!(await this.store.atomically([taken, { op: "insert", collection: this.webhooks, doc }]))) {
+          throw quotaExceeded(quota.quota, quota.limit, quota.what);
+        }
         return { ...webhookView(doc), secret: doc.secret };
       },
     },
@@ -119,6 +129,7 @@ const WebhooksService: ServiceSchema<PlatformSettings, WebhooksMethods, Webhooks
         await ctx.call("webhook-dispatcher.forget", { org_id: webhook.org_id, webhook_id: webhook.id });
         const removed = await this.webhooks.delete(tenant, { id: webhook.id });
         if (!removed) throw notFound("webhook", ctx.params.id);
+        await releaseQuota({ counters: this.quota, tenant, quota: "webhooks_per_environment" });
         // After the deletion (the event never tells of one that did not happen), through the outbox.
         await this.outbox.recordWith([], {
           ...tenant,

@@ -1,6 +1,7 @@
 import { DELIVERIES, RECOVERIES } from "../../shared/records/deliveries";
 import { EVENTS } from "../../shared/records/events";
 import { WEBHOOK_OUTCOMES } from "../../shared/records/outcomes";
+import { quotaCounters } from "../../shared/records/quotas";
 import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Tenant } from "../../shared/storage/types";
 import type { WebhookDoc, WebhookView } from "./webhooks.logic";
@@ -28,6 +29,8 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
     ]),
+    // The webhooks of each environment, counted with each creation and deletion (quotas.ts).
+    quota: quotaCounters("webhook_quota"),
   },
   // The event log for a delivery's body and an event's deliveries; recovery jobs for their progress.
   reads: { deliveries: DELIVERIES, outcomes: WEBHOOK_OUTCOMES, events: EVENTS, recoveries: RECOVERIES },
