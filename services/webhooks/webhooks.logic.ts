@@ -41,7 +41,7 @@ export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...v
 
 export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
   const now = new Date(nowMs).toISOString();
-  // The newest rotated-out secret only (rotations now keep one; older documents may hold more).
+  // The newest rotated-out secret only: a document may hold more, but a delivery carries at most two signatures.
   const previous = doc.previous_secrets.filter((p) => p.expires_at > now).slice(0, SIGNING_SECRETS_MAX - 1);
   const secrets = [doc.secret, ...previous.map((p) => p.secret)];
   const { id, org_id, environment, url, events, status, consecutive_failures } = doc;

@@ -96,10 +96,9 @@ function parsed(url: string): { origin: string; path: string; hostname: string }
 
 /**
  * Time-outs that fall due together (a hanging receiver's whole pool, its requests sent at once) are
- * carried out ABORTS_PER_TURN at a time, a batch per turn of the event loop. Aborting a request
- * (its socket destroyed, its error built) costs a fraction of a millisecond, so hundreds at once
- * held the loop for a few hundred ms, and with it every other request of the process: another
- * webhook's delivery, an API call. Spread, they cost the others a few ms each turn.
+ * carried out ABORTS_PER_TURN at a time, a batch per turn of the event loop: each abort destroys a
+ * socket and builds an error, and hundreds in one turn would hold the loop, and with it every
+ * other request of the process (another webhook's delivery, an API call).
  */
 const ABORTS_PER_TURN = 16;
 const aborting: (() => void)[] = [];
@@ -114,8 +113,8 @@ function abortSome(): void {
 
 /**
  * One exchange through undici's dispatcher API with a handler of its own: no response stream, no
- * abort signal and no async iterator per request (each of which cost as much as the HTTP itself
- * did for a small answer), and the handler sees the moment the request leaves the pool's queue.
+ * abort signal and no async iterator per request (for a small answer, each weighs about as much as
+ * the HTTP exchange itself), and the handler sees the moment the request leaves the pool's queue.
  */
 export function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
   const started = performance.now();
