@@ -1338,7 +1338,7 @@ export interface components {
       /** @example wh_01jdx3kq9v7c2m5n8p4r6t0w1y */
       webhook_id: string;
       /** @enum {string} */
-      status: "running" | "succeeded";
+      status: "running" | "succeeded" | "stopped";
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z

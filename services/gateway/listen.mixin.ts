@@ -14,7 +14,7 @@ import {
   type ListenedTenant,
   type ListenerEvent,
 } from "../../shared/records/listeners";
-import { SECRET_PREFIX } from "../../shared/records/deliveries";
+import { deliveryId, SECRET_PREFIX } from "../../shared/records/deliveries";
 import { deliveryHeaders } from "../../shared/net/signing";
 import type { IdentityCache } from "./identity-cache";
 
@@ -94,7 +94,8 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
         for (const stream of this.streams.values()) {
           if (stream.tenant.org_id !== org_id || stream.tenant.environment !== environment) continue;
           if (!typeMatches(stream.patterns, event.type)) continue;
-          const id = newId("del");
+          // The id the dispatcher derives again when the CLI reports the answer to it.
+          const id = deliveryId(event.id, stream.id);
           const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
           const headers = deliveryHeaders({ id, event_type: event.type }, body, [stream.secret]);
           stream.res.write(sse("delivery", { id, event_id: event.id, event_type: event.type, headers, body }));
@@ -126,6 +127,8 @@ const ListenMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, ListenMetho
         patterns,
         res,
       };
+      // Stored first: the CLI's reports name it, and only a session of their own tenant is taken.
+      await this.broker.call("webhook-dispatcher.openListenerSession", { id: stream.id, ...tenant, key_id: caller.key_id });
       res.writeHead(200, {
         "Content-Type": "text/event-stream; charset=utf-8",
         "Cache-Control": "no-store",

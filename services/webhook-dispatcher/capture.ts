@@ -66,8 +66,8 @@ const hasControl = (text: string): boolean => {
  * bytes of a split character are dropped first.
  */
 function utf8(bytes: Buffer, cut: boolean): string | null {
-  // Printable ASCII (most answers: "ok", a small JSON): the text as it is, without the decoder's
-  // per-call cost, which was more than all the rest of an attempt's capture.
+  // Printable ASCII (most answers: "ok", a small JSON): the text as it is; the decoder's per-call
+  // cost outweighs the rest of an attempt's capture.
   let ascii = true;
   for (let i = 0; i < bytes.length && ascii; i++) {
     const b = bytes[i];

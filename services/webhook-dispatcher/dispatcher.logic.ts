@@ -1,6 +1,6 @@
-import { ATTEMPTS_PER_SERIES, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/records/deliveries";
-import { createHash } from "node:crypto";
-import { isId } from "../../shared/ids";
+import { ATTEMPTS_PER_SERIES, deliveryId, type Attempt, type DeliveryDoc, type DeliveryStatus } from "../../shared/records/deliveries";
+
+export { deliveryId };
 import type { Update } from "../../shared/storage/types";
 import { traceOf, type Trace } from "../../shared/runtime/trace";
 
@@ -33,28 +33,6 @@ export function outcomeOf(
 
 /** A delivery this node holds a claim on. */
 export type Claimed = DeliveryDoc & Required<Pick<DeliveryDoc, "due_at" | "lease">>;
-
-const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
-
-/**
- * The id of the delivery of event `eventId` to `webhookId`, the same whoever computes it and
- * however often: a fan-out repeated after a crash inserts the same id (refused as a duplicate), and
- * a receiver sees the same `webhook-id` on a delivery sent again. It sorts by the event's time (the
- * ULID time part of its id), which retention cuts deliveries along; the rest comes from a hash of
- * both ids.
- */
-export function deliveryId(eventId: string, webhookId: string): string {
-  const time = isId("evt", eventId) ? eventId.slice(4, 14) : "0000000000";
-  const hash = createHash("sha256").update(eventId).update("\n").update(webhookId).digest();
-  let rest = "";
-  // 16 characters of 5 bits from the first 10 bytes.
-  for (let bit = 0; bit < 80; bit += 5) {
-    const byte = bit >> 3;
-    const word = (hash[byte] << 8) | hash[byte + 1];
-    rest += CROCKFORD[(word >> (11 - (bit & 7))) & 31];
-  }
-  return `del_${time}${rest}`;
-}
 
 /** A delivery not stored yet: its first attempt is made before its row is written (see the dispatcher). */
 export function freshDelivery(

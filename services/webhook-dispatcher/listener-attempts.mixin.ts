@@ -1,16 +1,22 @@
 import type { Context, ServiceSchema, ServiceSettingSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/api/context";
-import { deliveryView, type Attempt, type DeliveryDoc, type DeliveryView } from "../../shared/records/deliveries";
-import { isDuplicate, notFound } from "../../shared/errors";
+import { deliveryId, deliveryView, type Attempt, type DeliveryDoc, type DeliveryView } from "../../shared/records/deliveries";
+import { invalidParam, isDuplicate, notFound } from "../../shared/errors";
 import type { EventDoc } from "../../shared/records/events";
+import type { ListenerSessionDoc } from "../../shared/records/listeners";
 import { newestFirst, pageParams, type ListResult, type PageParams } from "../../shared/api/pagination";
-import type { Collection, ReadView } from "../../shared/storage/types";
+import type { Collection, ReadView, Tenant } from "../../shared/storage/types";
 
 /**
  * The delivery log's part for listener sessions (the CLI's `listen --forward-to`): the CLI reports
  * each local answer, stored as a delivery of the session (its `webhook_id` is the session's `ls_…`
  * id) with one attempt. The dispatcher owns `webhook_deliveries`, so the gateway's report route
  * calls these actions. Kept apart from the dispatcher's own sending.
+ *
+ * A session is stored when its stream opens (`openListenerSession`); a report must name a session of
+ * the caller's own organization and environment (404 otherwise), and its delivery's id is the one
+ * the stream sent: derived from the event and the session (`deliveryId`), so it sorts by the
+ * event's time, is pruned with the log, and never collides with another tenant's.
  */
 export const RESPONSE_EXCERPT_MAX = 1024;
 
@@ -42,26 +48,52 @@ interface ListenerAttemptParams {
 
 export const listenerDeliveriesParams = { $$strict: true, id: sessionId, ...pageParams } as const;
 
+export const openListenerSessionParams = {
+  $$strict: true,
+  id: sessionId,
+  org_id: { type: "string", min: 1, max: 100 },
+  environment: { type: "enum", values: ["live", "test"] },
+  key_id: { type: "string", min: 1, max: 100 },
+} as const;
+
 /** A listener's attempt also keeps the start of the local answer's body. */
 type ListenerAttempt = Attempt & { response_excerpt?: string };
 
 /** The dispatcher's store declaration gives these: its delivery log, and the event log to read. */
 interface This {
   deliveries: Collection<DeliveryDoc>;
+  listenerSessions: Collection<ListenerSessionDoc>;
   events: ReadView<EventDoc>;
+  /** Set here. */
+  ownSession(tenant: Tenant, id: string): Promise<ListenerSessionDoc>;
 }
 
 const ListenerAttemptsMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, Record<string, never>, This>> = {
   actions: {
+    /** Internal, for the gateway: a listener session's stream opened. */
+    openListenerSession: {
+      visibility: "public",
+      params: openListenerSessionParams,
+      async handler(ctx: Context<Omit<ListenerSessionDoc, "created_at">>): Promise<void> {
+        const { id, org_id, environment, key_id } = ctx.params;
+        await this.listenerSessions.insert({ id, org_id, environment, key_id, created_at: new Date().toISOString() });
+      },
+    },
+
     /** POST /listen/{id}/attempts — webhooks:write; the answer the CLI got from the local URL. */
     listenerAttempt: {
       params: listenerAttemptParams,
       async handler(ctx: Context<ListenerAttemptParams, CallMeta>): Promise<DeliveryView> {
         const tenant = tenantOf(ctx);
         const p = ctx.params;
+        const session = await this.ownSession(tenant, p.id);
         // Only the tenant's own events: a report cannot name another's.
         const event = await this.events.findOne(tenant, { id: p.event_id });
         if (!event) throw notFound("event", p.event_id);
+        const id = deliveryId(event.id, session.id);
+        if (p.delivery_id !== id) {
+          throw invalidParam("delivery_id", `Not this session's delivery of event ${event.id}: the stream sent it as ${id}`);
+        }
         const at = new Date().toISOString();
         const ok = p.status_code !== null && p.status_code >= 200 && p.status_code < 300;
         const attempt: ListenerAttempt = {
@@ -73,9 +105,9 @@ const ListenerAttemptsMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, R
           ...(p.response_excerpt !== undefined && { response_excerpt: p.response_excerpt }),
         };
         const doc: DeliveryDoc = {
-          id: p.delivery_id,
+          id,
           ...tenant,
-          webhook_id: p.id,
+          webhook_id: session.id,
           event_id: event.id,
           event_type: event.type,
           status: ok ? "succeeded" : "failed",
@@ -91,7 +123,7 @@ const ListenerAttemptsMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, R
         } catch (err) {
           // A report sent again (the CLI retried): the first one stands.
           if (!isDuplicate(err)) throw err;
-          const first = await this.deliveries.findOne(tenant, { webhook_id: p.id, event_id: event.id });
+          const first = await this.deliveries.findOne(tenant, { webhook_id: session.id, event_id: event.id });
           if (!first) throw err;
           return deliveryView(first);
         }
@@ -101,9 +133,19 @@ const ListenerAttemptsMixinSchema: Partial<ServiceSchema<ServiceSettingSchema, R
     /** GET /listen/{id}/deliveries — webhooks:read; a listener session's deliveries, newest first. */
     listenerDeliveries: {
       params: listenerDeliveriesParams,
-      handler(ctx: Context<PageParams & { id: string }, CallMeta>): Promise<ListResult<DeliveryView>> {
-        return newestFirst(this.deliveries, tenantOf(ctx), { webhook_id: ctx.params.id }, ctx.params, deliveryView);
+      async handler(ctx: Context<PageParams & { id: string }, CallMeta>): Promise<ListResult<DeliveryView>> {
+        const tenant = tenantOf(ctx);
+        const session = await this.ownSession(tenant, ctx.params.id);
+        return newestFirst(this.deliveries, tenant, { webhook_id: session.id }, ctx.params, deliveryView);
       },
+    },
+  },
+
+  methods: {
+    async ownSession(tenant: Tenant, id: string): Promise<ListenerSessionDoc> {
+      const session = await this.listenerSessions.findOne(tenant, { id });
+      if (!session) throw notFound("listener session", id);
+      return session;
     },
   },
 };

@@ -4,8 +4,7 @@ import { QUOTAS } from "../../shared/records/quotas";
 import type { Environment } from "../../shared/storage/types";
 import type { Webhook } from "../../shared/api/wire";
 
-/** Deliveries in a row that exhaust their attempts before the webhook is disabled (contract 8). */
-export const DISABLE_AFTER_FAILURES = 10;
+export { DISABLE_AFTER_FAILURES } from "../../shared/records/deliveries";
 /** Secrets that sign one delivery at most: the current one and the last rotated out. */
 export const SIGNING_SECRETS_MAX = QUOTAS.signing_secrets_per_webhook;
 export { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
@@ -42,7 +41,7 @@ export const webhookView = ({ org_id: _o, secret: _s, previous_secrets: _p, ...v
 
 export function targetOf(doc: WebhookDoc, nowMs = Date.now()): Target {
   const now = new Date(nowMs).toISOString();
-  // The newest rotated-out secret only (rotations now keep one; older documents may hold more).
+  // The newest rotated-out secret only: a document may hold more, but a delivery carries at most two signatures.
   const previous = doc.previous_secrets.filter((p) => p.expires_at > now).slice(0, SIGNING_SECRETS_MAX - 1);
   const secrets = [doc.secret, ...previous.map((p) => p.secret)];
   const { id, org_id, environment, url, events, status, consecutive_failures } = doc;

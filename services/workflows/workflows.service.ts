@@ -3,7 +3,7 @@ import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
 import { ApiError, notFound } from "../../shared/errors";
 import { newId, nowIso } from "../../shared/ids";
 import { newestFirst, type ListResult } from "../../shared/api/pagination";
-import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
+import { QUOTAS, quotaExceeded, quotaWrite, releaseQuota } from "../../shared/records/quotas";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { StoreMixin } from "../../shared/runtime/store.mixin";
 import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
@@ -67,8 +67,15 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const tenant = tenantOf(ctx);
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
-        const limit = QUOTAS.workflows_per_environment;
-        await checkCountQuota(this.workflows, tenant, {}, "workflows_per_environment", limit, "workflows per environment");
+        const quota = {
+          counters: this.quota,
+          tenant,
+          quota: "workflows_per_environment",
+          limit: QUOTAS.workflows_per_environment,
+          what: "workflows per environment",
+          count: () => this.workflows.count(tenant, {}, { limit: QUOTAS.workflows_per_environment + 1 }),
+        } as const;
+        const taken = await quotaWrite(quota);
         const at = nowIso();
         const doc: WorkflowDoc = {
           id: newId("wf"),
@@ -83,11 +90,13 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           updated_at: at,
           signing_secret: generateSecret(),
         };
-        // The workflow and its first version, together.
-        await this.store.atomically([
+        // The workflow, its first version and its count, together: the quota holds whatever the concurrency.
+        const stored = await this.store.atomically([
+          taken,
           { op: "insert", collection: this.workflows, doc },
           { op: "insert", collection: this.versions, doc: versionOf(doc, actorOf(ctx)) },
         ]);
+        if (!stored) throw quotaExceeded(quota.quota, quota.limit, quota.what);
         return { ...workflowView(doc), signing_secret: doc.signing_secret as string };
       },
     },
@@ -163,6 +172,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const by = actorOf(ctx);
         const removed = await this.workflows.delete(tenant, { id: ctx.params.id });
         if (!removed) throw notFound("workflow", ctx.params.id);
+        await releaseQuota({ counters: this.quota, tenant, quota: "workflows_per_environment" });
         // After the deletion, so the event never tells of one that did not happen.
         await this.outbox.recordWith([], {
           ...tenant,

@@ -1,3 +1,4 @@
+import { quotaCounters } from "../../shared/records/quotas";
 import { EVENTS } from "../../shared/records/events";
 import { RUN_OUTCOMES } from "../../shared/records/outcomes";
 import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/records/retention";
@@ -63,6 +64,8 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, name: 1 }, unique: true },
       { fields: { org_id: 1, environment: 1, id: -1 } },
     ]),
+    // The workflows of each environment, counted with each creation and deletion (quotas.ts).
+    quota: quotaCounters("workflow_quota"),
   },
   reads: { events: EVENTS },
   outbox: true,

@@ -177,7 +177,7 @@ export interface DeliveryDetail extends Delivery {
   payload: Record<string, unknown> | null;
 }
 
-export const RECOVERY_STATUSES = ["running", "succeeded"] as const;
+export const RECOVERY_STATUSES = ["running", "succeeded", "stopped"] as const;
 export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
 
 /** POST /webhooks/{id}/recover: a background job redelivering a webhook's failed deliveries created in [since, until). */
@@ -192,7 +192,7 @@ export interface Recovery {
   /** Failed deliveries in the range when the job started (counted up to 10,000; `total_capped` past it). */
   total: number;
   total_capped?: true;
-  /** Deliveries redelivered so far. */
+  /** Deliveries redelivered so far. A job `stopped` ended early: its webhook was disabled or deleted meanwhile. */
   done: number;
   created_at: string;
   updated_at: string;

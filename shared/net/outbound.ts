@@ -47,21 +47,33 @@ export interface OutboundRequest {
   waitMs?: number;
   /** Bytes of the answer to keep as text (0: read and drop it). */
   keep: number;
+  /**
+   * Bytes of the answer read at most (READ_LIMIT by default, never fewer than `keep`): past them
+   * the connection is destroyed rather than drained, so an endless or huge answer costs its
+   * reader no more than this, however long the time-out.
+   */
+  limit?: number;
   /** Keep those bytes as they came (`head`) rather than as text, and the answer's headers (a delivery log's attempt). */
   capture?: boolean;
 }
 
-/** How much of an answer is read at most; past it the connection is dropped rather than drained. */
-const READ_LIMIT = 64 * 1024;
+/** How much of an answer is read at most unless a request says otherwise (see `limit`). */
+export const READ_LIMIT = 64 * 1024;
 
 export type OutboundResult =
-  /** `bytes`: the body's whole length, `text` its first `keep` bytes (counted only when `keep` > 0). */
+  /**
+   * `bytes`: the body's length (counted only when `keep` > 0): as declared by Content-Length, else
+   * as read, which for a `cut` answer is only what was read before the connection was dropped.
+   * `text`: its first `keep` bytes.
+   */
   | {
       answered: true;
       status: number;
       contentType: string;
       text: string;
       bytes: number;
+      /** Longer than `limit`: read that far, then the connection was destroyed. */
+      cut: boolean;
       ms: number;
       /** With `capture`: the first `keep` bytes, and the headers as undici gives them. */
       head?: Buffer;
@@ -84,10 +96,9 @@ function parsed(url: string): { origin: string; path: string; hostname: string }
 
 /**
  * Time-outs that fall due together (a hanging receiver's whole pool, its requests sent at once) are
- * carried out ABORTS_PER_TURN at a time, a batch per turn of the event loop. Aborting a request
- * (its socket destroyed, its error built) costs a fraction of a millisecond, so hundreds at once
- * held the loop for a few hundred ms, and with it every other request of the process: another
- * webhook's delivery, an API call. Spread, they cost the others a few ms each turn.
+ * carried out ABORTS_PER_TURN at a time, a batch per turn of the event loop: each abort destroys a
+ * socket and builds an error, and hundreds in one turn would hold the loop, and with it every
+ * other request of the process (another webhook's delivery, an API call).
  */
 const ABORTS_PER_TURN = 16;
 const aborting: (() => void)[] = [];
@@ -102,8 +113,8 @@ function abortSome(): void {
 
 /**
  * One exchange through undici's dispatcher API with a handler of its own: no response stream, no
- * abort signal and no async iterator per request (each of which cost as much as the HTTP itself
- * did for a small answer), and the handler sees the moment the request leaves the pool's queue.
+ * abort signal and no async iterator per request (for a small answer, each weighs about as much as
+ * the HTTP exchange itself), and the handler sees the moment the request leaves the pool's queue.
  */
 export function outbound(agent: Agent, url: string, req: OutboundRequest): Promise<OutboundResult> {
   const started = performance.now();
@@ -125,20 +136,24 @@ export function outbound(agent: Agent, url: string, req: OutboundRequest): Promi
     let headers: Record<string, string | string[] | undefined> = {};
     const chunks: Buffer[] = [];
     let size = 0;
+    const limit = Math.max(req.limit ?? READ_LIMIT, req.keep);
     const finish = (result: OutboundResult) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       resolve(result);
     };
-    const answered = (): OutboundResult => {
+    const answered = (cut: boolean): OutboundResult => {
       const head = req.keep > 0 ? Buffer.concat(chunks) : undefined;
+      const declared = Number(headers["content-length"]);
+      const length = Number.isSafeInteger(declared) && declared >= size ? declared : size;
       return {
         answered: true,
         status,
         contentType: String(headers["content-type"] ?? ""),
         text: head && !req.capture ? head.toString("utf8") : "",
-        bytes: req.keep > 0 ? size : 0,
+        bytes: req.keep > 0 ? length : 0,
+        cut,
         ms: ms(),
         ...(req.capture && { head, headers }),
       };
@@ -168,15 +183,13 @@ export function outbound(agent: Agent, url: string, req: OutboundRequest): Promi
         if (status < 200) return;
         if (size < req.keep) chunks.push(chunk.subarray(0, req.keep - size));
         size += chunk.length;
-        // Past what is read of an answer (a captured one, or one not kept), the connection is
-        // dropped rather than drained; a kept answer is read to its end (its size is reported).
-        if (size > READ_LIMIT && (req.capture || req.keep === 0)) {
-          finish(answered());
+        if (size > limit) {
+          finish(answered(true));
           c.abort(new Error("answer longer than read"));
         }
       },
       onResponseEnd() {
-        finish(answered());
+        finish(answered(false));
       },
       onResponseError(_c, err) {
         if (timedOut === "wait") return finish({ answered: false, error: `no connection within ${req.waitMs} ms`, ms: ms() });

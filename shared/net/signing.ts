@@ -4,7 +4,10 @@ import { SECRET_PREFIX } from "../records/deliveries";
 /**
  * The signatures every webhook delivery carries:
  * - the spec's `Service-Signature: sha256=<hex>`, HMAC-SHA256 of the exact body bytes keyed with the
- *   whole secret string (`whsec_…`) as UTF-8;
+ *   whole secret string (`whsec_…`) as UTF-8. During a rotation's overlap the header is a list,
+ *   `sha256=<new>, sha256=<old>` (an HTTP list, as the header sent twice would read): a receiver
+ *   accepts the delivery when any element matches, so one still verifying with the old secret and
+ *   one already on the new both keep working (docs/decisions/0031-service-signature-rotation.md);
  * - the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), whose
  *   signed content `id.timestamp.body` binds the delivery id and time, so a receiver can refuse a
  *   replayed capture. Their key is the base64-decoded part of the secret after `whsec_`, as the
@@ -30,6 +33,11 @@ function keysOf(secret: string): { service: KeyObject; standard: KeyObject } {
 
 export function serviceSignature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", keysOf(secret).service).update(body).digest("hex")}`;
+}
+
+/** `Service-Signature`'s value: one `sha256=<hex>` per secret, the current first, comma-separated. */
+export function serviceSignatures(secrets: readonly string[], body: string): string {
+  return secrets.map((secret) => serviceSignature(secret, body)).join(", ");
 }
 
 export function standardSignature(secrets: readonly string[], id: string, timestamp: number, body: string): string {
@@ -69,7 +77,7 @@ export function deliveryHeaders(
     "user-agent": "wfp-webhooks/1",
     "service-event": delivery.event_type,
     "service-delivery": delivery.id,
-    "service-signature": serviceSignature(secrets[0], body),
+    "service-signature": serviceSignatures(secrets, body),
     ...standardHeaders(delivery.id, body, secrets, nowMs),
   };
 }

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { isId } from "../ids";
 import { collectionSpec } from "../storage/types";
 import type { Attempt, Delivery, Recovery } from "../api/wire";
 
@@ -17,12 +19,18 @@ export { DELIVERY_STATUSES, type Attempt, type DeliveryStatus } from "../api/wir
 
 /**
  * A webhook's signing secret starts with this (then 32 random bytes in base64): the webhooks
- * service makes secrets, the dispatcher signs deliveries with them (its signing.ts).
+ * service makes secrets, the dispatcher signs deliveries with them (shared/net/signing.ts).
  */
 export const SECRET_PREFIX = "whsec_";
 
 /** Attempts in one series (the first and four retries); a redelivery starts a new series. */
 export const ATTEMPTS_PER_SERIES = 5;
+
+/**
+ * Failures in a row before a webhook is disabled (contract 8): deliveries that exhausted their
+ * series, and each failed attempt of a delivery started by hand (see `manual` on DeliveryDoc).
+ */
+export const DISABLE_AFTER_FAILURES = 10;
 
 /** A delivery as stored: what the API shows (shared/api/wire.ts) and the fields that run the attempts. */
 export interface DeliveryDoc extends Omit<Delivery, "object"> {
@@ -38,6 +46,36 @@ export interface DeliveryDoc extends Omit<Delivery, "object"> {
   traceparent?: string;
   /** A test delivery's body (its event is not in the event log); other deliveries send their event's payload. */
   payload?: Record<string, unknown>;
+  /**
+   * Started by hand (a redelivery, a retry now, a test event, a recovery's batch): each failed
+   * attempt of its series counts toward the webhook's failure streak at once, and its exhaustion
+   * does not count again. So a webhook enabled again while its receiver still fails is disabled
+   * after DISABLE_AFTER_FAILURES requests, not after that many whole series
+   * (docs/webhooks-amplification.md).
+   */
+  manual?: true;
+}
+
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
+/**
+ * The id of the delivery of event `eventId` to `webhookId` (or to a listener session, `ls_…`), the
+ * same whoever computes it and however often: a fan-out repeated after a crash inserts the same id (refused as a duplicate), and
+ * a receiver sees the same `webhook-id` on a delivery sent again. It sorts by the event's time (the
+ * ULID time part of its id), which retention cuts deliveries along; the rest comes from a hash of
+ * both ids.
+ */
+export function deliveryId(eventId: string, webhookId: string): string {
+  const time = isId("evt", eventId) ? eventId.slice(4, 14) : "0000000000";
+  const hash = createHash("sha256").update(eventId).update("\n").update(webhookId).digest();
+  let rest = "";
+  // 16 characters of 5 bits from the first 10 bytes.
+  for (let bit = 0; bit < 80; bit += 5) {
+    const byte = bit >> 3;
+    const word = (hash[byte] << 8) | hash[byte + 1];
+    rest += CROCKFORD[(word >> (11 - (bit & 7))) & 31];
+  }
+  return `del_${time}${rest}`;
 }
 
 export type DeliveryView = Delivery;
@@ -51,6 +89,7 @@ export const deliveryView = ({
   request_id: _r,
   traceparent: _t,
   payload: _p,
+  manual: _m,
   ...view
 }: DeliveryDoc): DeliveryView => ({ object: "delivery", ...view });
 
@@ -95,11 +134,22 @@ export interface RecoveryDoc extends Omit<Recovery, "object"> {
   cursor: string;
   /** The first id past the range (from `until`), or absent. */
   end?: string;
+  /** The ids the last batch redelivered: the next batch waits until each has made its first attempt. */
+  batch?: string[];
   due_at?: number;
   lease?: string;
 }
 
-export const recoveryView = ({ org_id: _o, running: _r, cursor: _c, end: _e, due_at: _d, lease: _l, ...view }: RecoveryDoc): Recovery => ({
+export const recoveryView = ({
+  org_id: _o,
+  running: _r,
+  cursor: _c,
+  end: _e,
+  batch: _b,
+  due_at: _d,
+  lease: _l,
+  ...view
+}: RecoveryDoc): Recovery => ({
   object: "recovery",
   ...view,
 });

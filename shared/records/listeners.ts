@@ -1,6 +1,6 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import type { EventDoc } from "./events";
-import type { Environment } from "../storage/types";
+import { collectionSpec, type Environment } from "../storage/types";
 
 /**
  * Listener sessions (`GET /v1/listen`, the CLI's `listen --forward-to`): a gateway node holds each
@@ -27,6 +27,21 @@ export interface Announcement {
   node_id: string;
   tenants: ListenedTenant[];
 }
+/**
+ * A listener session as stored when its stream opens (the gateway asks the dispatcher, which owns
+ * the listener's part of the delivery log): a report of a local answer names a session of the
+ * reporter's own tenant, or is refused. Pruned with the delivery log (EVENT_RETENTION_DAYS).
+ */
+export interface ListenerSessionDoc {
+  id: string;
+  org_id: string;
+  environment: Environment;
+  /** The API key that opened the stream. */
+  key_id: string;
+  created_at: string;
+}
+export const LISTENER_SESSIONS = collectionSpec<ListenerSessionDoc>("listener_sessions", []);
+
 /** What a gateway receives: the event's public fields and its tenant. */
 export interface ListenerEvent {
   org_id: string;

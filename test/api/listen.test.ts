@@ -156,33 +156,64 @@ describe("the API reference", () => {
 });
 
 describe("the listener's delivery log", () => {
-  it("stores a reported answer once, in the reporter's tenant only, and lists it", async () => {
-    const event = await emit(globex.live, "report.me");
-    const session = "ls_01jdx3aaaaaaaaaaaaaaaaaaaa";
-    const report = {
-      delivery_id: "del_01jdx3bbbbbbbbbbbbbbbbbbbb",
-      event_id: event.id,
-      status_code: 500,
-      duration_ms: 12.6,
-      response_excerpt: "boom",
-    };
-    const first = await api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: globex.live, body: report });
-    expect(first.status).toBe(201);
-    expect(first.body.data).toMatchObject({
-      id: report.delivery_id,
-      webhook_id: session,
-      event_type: "report.me",
-      status: "failed",
-      attempts: [{ number: 1, status_code: 500, duration_ms: 13, error: "HTTP 500", response_excerpt: "boom" }],
-    });
-    const again = await api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: globex.live, body: { ...report, status_code: 200 } });
-    expect(again.body.data.status).toBe("failed");
-    const log = await api(p.baseUrl, "GET", `/listen/${session}/deliveries`, { key: globex.live });
-    expect(log.body.data.map((d: any) => d.id)).toEqual([report.delivery_id]);
-    expect(log.body.meta).toMatchObject({ total: 1 });
-    // Another environment sees none of it, and cannot report on the event.
-    expect((await api(p.baseUrl, "GET", `/listen/${session}/deliveries`, { key: globex.test })).body.data).toEqual([]);
-    expectError(await api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: globex.test, body: report }), 404, "resource_not_found");
+  /** A stream of `key`'s tenant, and the delivery it sent of a new event of `type`. */
+  async function delivered(key: string, type: string) {
+    const s = await listen(key);
+    const event = await emit(key, type);
+    await waitFor("the delivery on the stream", () => s.deliveries().some((d) => d.event_id === event.id), 5_000);
+    return { s, event, sent: s.deliveries().find((d) => d.event_id === event.id) };
+  }
+
+  it("stores a reported answer once, under the id the stream sent, in the reporter's tenant only, and lists it", async () => {
+    const { s, event, sent } = await delivered(globex.live, "report.me");
+    try {
+      const session = s.session.id;
+      const report = { delivery_id: sent.id, event_id: event.id, status_code: 500, duration_ms: 12.6, response_excerpt: "boom" };
+      const first = await api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: globex.live, body: report });
+      expect(first.status).toBe(201);
+      expect(first.body.data).toMatchObject({
+        id: report.delivery_id,
+        webhook_id: session,
+        event_type: "report.me",
+        status: "failed",
+        attempts: [{ number: 1, status_code: 500, duration_ms: 13, error: "HTTP 500", response_excerpt: "boom" }],
+      });
+      const again = await api(p.baseUrl, "POST", `/listen/${session}/attempts`, {
+        key: globex.live,
+        body: { ...report, status_code: 200 },
+      });
+      expect(again.body.data.status).toBe("failed");
+      const log = await api(p.baseUrl, "GET", `/listen/${session}/deliveries`, { key: globex.live });
+      expect(log.body.data.map((d: any) => d.id)).toEqual([report.delivery_id]);
+      expect(log.body.meta).toMatchObject({ total: 1 });
+      // Another environment, or another organization, has no such session: it sees none of it and cannot report.
+      for (const other of [globex.test, acme.live]) {
+        expectError(await api(p.baseUrl, "GET", `/listen/${session}/deliveries`, { key: other }), 404, "resource_not_found");
+        expectError(await api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: other, body: report }), 404, "resource_not_found");
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("takes no session the server did not open, and no delivery id the stream did not send", async () => {
+    const { s, event, sent } = await delivered(globex.live, "report.other");
+    try {
+      const report = { delivery_id: sent.id, event_id: event.id, status_code: 200, duration_ms: 1 };
+      const post = (session: string, body: unknown) => api(p.baseUrl, "POST", `/listen/${session}/attempts`, { key: globex.live, body });
+      expectError(await post("ls_01jdx3aaaaaaaaaaaaaaaaaaaa", report), 404, "resource_not_found");
+      // Another tenant's delivery id, or one made up: refused, nothing stored under it.
+      expectError(
+        await post(s.session.id, { ...report, delivery_id: "del_01jdx3bbbbbbbbbbbbbbbbbbbb" }),
+        400,
+        "parameter_invalid",
+        "delivery_id",
+      );
+      expect((await api(p.baseUrl, "GET", `/listen/${s.session.id}/deliveries`, { key: globex.live })).body.data).toEqual([]);
+      expect((await post(s.session.id, report)).status).toBe(201);
+    } finally {
+      await s.close();
+    }
   });
 
   it("refuses malformed reports with the field named", async () => {
@@ -204,6 +235,22 @@ describe("the listener's delivery log", () => {
     );
     const long = { ...ok, response_excerpt: "x".repeat(1025) };
     expectError(await post("/listen/ls_01jdx3aaaaaaaaaaaaaaaaaaaa/attempts", long), 400, "parameter_invalid", "response_excerpt");
+  });
+});
+
+describe("the listener's part of the log, with retention", () => {
+  it("is pruned with the delivery log: its deliveries and its session go once older than EVENT_RETENTION_DAYS", async () => {
+    const s = await listen(globex.live);
+    const event = await emit(globex.live, "report.aged");
+    await waitFor("the delivery on the stream", () => s.deliveries().some((d) => d.event_id === event.id), 5_000);
+    const sent = s.deliveries().find((d) => d.event_id === event.id);
+    await s.close();
+    const report = { delivery_id: sent.id, event_id: event.id, status_code: 200, duration_ms: 1 };
+    expect((await api(p.baseUrl, "POST", `/listen/${s.session.id}/attempts`, { key: globex.live, body: report })).status).toBe(201);
+    // A pass as of 31 days from now: the report and its session are past retention.
+    const now = Date.now() + 31 * 24 * 60 * 60 * 1000;
+    expect(await p.broker.call<number, { now: number }>("webhook-dispatcher.prune", { now })).toBeGreaterThanOrEqual(2);
+    expectError(await api(p.baseUrl, "GET", `/listen/${s.session.id}/deliveries`, { key: globex.live }), 404, "resource_not_found");
   });
 });
 

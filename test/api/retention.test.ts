@@ -41,7 +41,11 @@ beforeAll(async () => {
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       const size = /^\/json\/(\d+)$/.exec(req.url ?? "");
-      if (size) return res.writeHead(200, { "content-type": "application/json" }).end(jsonOf(Number(size[1])));
+      // With its length declared: an answer cut at the read cap still shows its whole size.
+      if (size) {
+        const json = jsonOf(Number(size[1]));
+        return res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) }).end(json);
+      }
       echoed.push(body);
       res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     });

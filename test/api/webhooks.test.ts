@@ -169,6 +169,8 @@ describe("delivery", () => {
     expect(got.verified).toBe(true);
     expect(got.serviceSignatureOk).toBe(true);
     expect(got.standardSignatureOk).toBe(true);
+    // Outside a rotation's overlap, exactly the spec's header: one `sha256=<hex>`.
+    expect(got.headers["service-signature"]).toBe(serviceSignature(orders.secret, got.body));
     // The body is exactly the spec's payload, in its order, with millisecond timestamps.
     expect(got.body).toBe(JSON.stringify({ id: order.id, type: "order.created", created_at: order.created_at, data: { order_id: "o_9" } }));
     expect(got.headers["content-type"]).toBe("application/json");
@@ -380,14 +382,40 @@ describe("delivery", () => {
     await rx.waitFor(() => rx.byPath(wh.path).length >= 1, 5000);
     const [got] = rx.byPath(wh.path);
     expect(got.verified).toBe(true);
-    // The spec's header is the new secret's; the Standard Webhooks header carries both, so a
-    // receiver still configured with the old secret keeps verifying during the overlap.
-    expect(got.headers["service-signature"]).toBe(serviceSignature(newSecret, got.body));
+    // Both headers carry both secrets' signatures, the new one first: a receiver still configured
+    // with the old secret keeps verifying during the overlap, whichever header it checks.
+    expect(got.headers["service-signature"]).toBe(`${serviceSignature(newSecret, got.body)}, ${serviceSignature(oldSecret, got.body)}`);
     const values = got.headers["webhook-signature"].split(" ");
     const ts = Number(got.headers["webhook-timestamp"]);
     expect(values).toHaveLength(2);
     expect(values).toContain(standardSignature([oldSecret], got.headers["webhook-id"], ts, got.body));
     expect(values).toContain(standardSignature([newSecret], got.headers["webhook-id"], ts, got.body));
+  });
+
+  it("keeps a Service-Signature receiver on the old secret and one on the new verifying through the overlap", async () => {
+    const onOld = await hook(acme.live, ["rotate.both"]);
+    const onNew = await hook(acme.live, ["rotate.both"]);
+    const rotate = async (wh: { id: string }) =>
+      (await api(p.baseUrl, "POST", `/webhooks/${wh.id}/rotate-secret`, { key: acme.live })).body.data.secret as string;
+    // One receiver keeps the old secret, the other switches at once.
+    rx.setSecret(onOld.path, onOld.secret);
+    await rotate(onOld);
+    rx.setSecret(onNew.path, await rotate(onNew));
+    await emit(acme.live, "rotate.both", { n: 1 });
+    await rx.waitFor(() => rx.byPath(onOld.path).length >= 1 && rx.byPath(onNew.path).length >= 1, 5000);
+    for (const path of [onOld.path, onNew.path]) {
+      const [got] = rx.byPath(path);
+      expect(got.serviceSignatureOk).toBe(true);
+      expect(got.verified).toBe(true);
+    }
+    // A second rotation retires the first secret at once: the header carries the newest two only.
+    const third = await rotate(onNew);
+    await emit(acme.live, "rotate.both", { n: 2 });
+    await rx.waitFor(() => rx.byPath(onNew.path).length >= 2, 5000);
+    const later = rx.byPath(onNew.path)[1];
+    expect(later.headers["service-signature"].split(", ")).toHaveLength(2);
+    expect(later.headers["service-signature"]).toContain(serviceSignature(third, later.body));
+    expect(later.headers["service-signature"]).not.toContain(serviceSignature(onNew.secret, later.body));
   });
 
   it("drops a deleted webhook's deliveries and sends it nothing more", async () => {

@@ -182,11 +182,12 @@ describe("against one server process", () => {
       expect.objectContaining({ delivery_id: got.headers["webhook-id"], status_code: 202 }),
     ]);
 
-    // Another organization's key sees nothing of this session's log.
+    // Another organization's key sees nothing of this session's log: the session is not its own.
     const other = runCli(["orgs", "create", "--name", "Other Co"], { DATA_DIR: dir.path }).api_keys.find(
       (k) => k.environment === "test",
     )!.key;
-    expect((await api(gw, "GET", `/listen/${session.id}/deliveries`, { key: other })).body.data).toEqual([]);
+    const foreign = await api(gw, "GET", `/listen/${session.id}/deliveries`, { key: other });
+    expect({ status: foreign.status, code: foreign.body.error?.code }).toEqual({ status: 404, code: "resource_not_found" });
     const forged = await api(gw, "POST", `/listen/${session.id}/attempts`, {
       key: other,
       body: { delivery_id: "del_01jdx3aaaaaaaaaaaaaaaaaaaa", event_id: emitted.body.data.id, status_code: 200, duration_ms: 1 },

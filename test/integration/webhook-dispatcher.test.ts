@@ -197,10 +197,10 @@ describe("the webhook dispatcher on its own broker", () => {
     const first = await settledDelivery(hook.id, event.id);
     expect(first.status).toBe("succeeded");
 
-    const stale = { ...TENANT, id: first.id, status: "failed", series_start: first.attempts.length };
+    const stale = { ...TENANT, webhook_id: hook.id, id: first.id, status: "failed", series_start: first.attempts.length };
     await expect(broker.call("webhook-dispatcher.redeliver", stale)).rejects.toMatchObject({ type: "invalid_state" });
 
-    const again = { ...TENANT, id: first.id, status: "succeeded", series_start: first.attempts.length };
+    const again = { ...TENANT, webhook_id: hook.id, id: first.id, status: "succeeded", series_start: first.attempts.length };
     const updated = await broker.call<DeliveryDoc, typeof again>("webhook-dispatcher.redeliver", again);
     expect(updated).toMatchObject({ id: first.id, status: "pending", series_start: 1 });
 

@@ -1,13 +1,28 @@
 import { createServer, type Server } from "node:http";
-import { outbound, outboundAgent } from "../../../../shared/net/outbound";
+import type { Socket } from "node:net";
+import { outbound, outboundAgent, READ_LIMIT } from "../../../../shared/net/outbound";
+import { waitFor } from "../../../../tools/procs";
 
 describe("outbound, at send time", () => {
   let server: Server;
   let port: number;
   let hits = 0;
+  /** Bytes /endless wrote, and whether its socket has closed. */
+  const endless = { written: 0, closed: false };
   beforeAll(async () => {
     server = createServer((req, res) => {
       hits += 1;
+      // /endless: a body that never ends, written as fast as the client reads it.
+      if (req.url === "/endless") {
+        res.writeHead(200, { "content-type": "application/json" });
+        const chunk = Buffer.alloc(16_384, "y");
+        const more = () => {
+          while (!res.destroyed && res.write(chunk)) endless.written += chunk.length;
+        };
+        res.on("drain", more);
+        (req.socket as Socket).on("close", () => (endless.closed = true));
+        return more();
+      }
       // /big/<n>: n bytes of "x", in 16 KiB writes; /slow: headers at once, the body never.
       const big = /^\/big\/(\d+)$/.exec(req.url ?? "");
       if (big) {
@@ -51,12 +66,16 @@ describe("outbound, at send time", () => {
     await strict.close();
   });
 
-  it("keeps the first `keep` bytes and the answer's length: read to its end when kept, up to 64 KiB when captured or dropped", async () => {
+  it("keeps the first `keep` bytes and the answer's length, reading at most 64 KiB of it", async () => {
     const open = outboundAgent(true);
     const url = (n: number) => `http://127.0.0.1:${port}/big/${n}`;
     try {
       const kept = await outbound(open, url(100_000), { ...req, keep: 10 });
-      expect(kept).toMatchObject({ answered: true, status: 201, contentType: "text/plain", text: "x".repeat(10), bytes: 100_000 });
+      expect(kept).toMatchObject({ answered: true, status: 201, contentType: "text/plain", text: "x".repeat(10), cut: true });
+      // Read past 64 KiB, then dropped (no Content-Length): the length known is what was read.
+      if (!kept.answered) throw new Error("not answered");
+      expect(kept.bytes).toBeGreaterThan(READ_LIMIT);
+      expect(kept.bytes).toBeLessThan(100_000);
       const captured = await outbound(open, url(100_000), { ...req, keep: 10, capture: true });
       expect(captured).toMatchObject({ answered: true, status: 201, text: "" });
       if (!captured.answered) throw new Error("not answered");
@@ -65,7 +84,34 @@ describe("outbound, at send time", () => {
       // Read past 64 KiB, then dropped: the length known is what was read.
       expect(captured.bytes).toBeGreaterThan(64 * 1024);
       expect(captured.bytes).toBeLessThan(100_000);
-      expect(await outbound(open, url(5), { ...req, keep: 0 })).toMatchObject({ answered: true, status: 201, text: "", bytes: 0 });
+      expect(await outbound(open, url(5), { ...req, keep: 0 })).toMatchObject({
+        answered: true,
+        status: 201,
+        text: "",
+        bytes: 0,
+        cut: false,
+      });
+      expect(await outbound(open, url(5), { ...req, keep: 10 })).toMatchObject({ text: "xxxxx", bytes: 5, cut: false });
+    } finally {
+      await open.destroy();
+    }
+  });
+
+  it("reads an endless answer up to its cap, then destroys the connection rather than draining it", async () => {
+    const open = outboundAgent(true);
+    try {
+      const limit = 32 * 1024;
+      const res = await outbound(open, `http://127.0.0.1:${port}/endless`, { ...req, method: "GET", timeoutMs: 10_000, keep: 100, limit });
+      expect(res).toMatchObject({ answered: true, status: 200, cut: true, text: "y".repeat(100) });
+      if (!res.answered) throw new Error("not answered");
+      // Done long before the time-out: at the cap, not at the 10 s.
+      expect(res.ms).toBeLessThan(5_000);
+      expect(res.bytes).toBeGreaterThan(limit);
+      await waitFor("the server to see its connection closed", () => endless.closed, 5_000);
+      // Not drained: the server wrote the cap plus what the sockets' buffers held, not the gigabytes
+      // a read until the time-out takes.
+      expect(endless.written).toBeLessThan(64 * 1024 * 1024);
+      console.log(`an endless answer, cap ${limit} B: read ${res.bytes} B in ${res.ms} ms; the server wrote ${endless.written} B`);
     } finally {
       await open.destroy();
     }
