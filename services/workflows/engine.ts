@@ -29,7 +29,8 @@ import {
   type RunWrite,
 } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
-import { signingSecrets, type WorkflowDoc } from "./workflows.logic";
+import { notAnswered, urlRefused } from "./step-errors";
+import { signingSecrets, type HttpStep, type WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -327,13 +328,15 @@ export class RunEngine {
     const { url, method, body, timeoutMs } = request;
     const { environment } = run;
     const headers = await this.signed(run, request);
+    // Failures quote the step's URL template, never the filled URL (step-errors.ts).
+    const template = (run.definition[run.cursor] as HttpStep).url;
     try {
       await checkTargetUrl(url, { allowPrivate: this.o.allowPrivate, environment });
     } catch (err) {
-      return { ok: false, output: null, error: `url '${url.slice(0, 200)}': ${(err as Error).message}` };
+      return { ok: false, output: null, error: urlRefused(template, (err as Error).message) };
     }
     const res = await outbound(this.agent, url, { method, headers, body, timeoutMs, keep: ANSWER_LIMIT });
-    if (!res.answered) return { ok: false, output: null, error: res.error };
+    if (!res.answered) return { ok: false, output: null, error: notAnswered(template, res.error) };
     let parsed: unknown = res.text;
     let refused: string | null = null;
     // Longer than what is read of it: not kept, the output says so (outputs.ts).
