@@ -8,7 +8,7 @@ import { checkTargetUrl } from "../../shared/net/net-guard";
 import { outbound, outboundAgent } from "../../shared/net/outbound";
 import { childTraceparent } from "../../shared/runtime/trace";
 import { standardHeaders } from "../../shared/net/signing";
-import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
+import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
 import { cutAnswer, redact, redactAnswer } from "./outputs";
 import {
   attempted,
@@ -30,6 +30,7 @@ import {
 } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { notAnswered, urlRefused } from "./step-errors";
+import { sharesOf, TenantSlots } from "./tenant-slots";
 import { signingSecrets, type HttpStep, type WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
@@ -44,6 +45,10 @@ const POLL_BACKOFF_MAX_MS = 5_000;
 const LOCAL_TIMER_MAX_MS = 60_000;
 /** Bytes of an http step's answer kept as its output. */
 const ANSWER_LIMIT = 64 * 1024;
+/** Due runs read at once to find which tenants have work (their tenant fields only, from the due index). */
+const DISCOVER_ROWS = 32;
+/** Reads for tenants with work in one poll, at most: the turns then go on at the next. */
+const DISCOVERIES_PER_POLL = 3;
 
 export interface EngineOptions {
   runs: Collection<RunDoc>;
@@ -55,7 +60,7 @@ export interface EngineOptions {
   logger: ServiceBroker["logger"];
   allowPrivate: boolean;
   retryBaseMs: number;
-  /** Runs this node drives at once. */
+  /** Runs this node drives at once, shared between tenants (tenant-slots.ts). */
   maxActive: number;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
@@ -81,10 +86,12 @@ export type Claimed = RunDoc & { lease: string };
  * step with an error saying why.
  */
 export class RunEngine {
-  private active = 0;
+  private readonly slots: TenantSlots;
   private stopping = false;
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
+  /** A slot freed or a tenant was woken while a poll ran: it goes round once more. */
+  private repoll = false;
   private readonly driving = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly agent: Agent;
@@ -98,6 +105,7 @@ export class RunEngine {
     this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
     this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
     this.failures = new FailureLog(o.logger);
+    this.slots = new TenantSlots(sharesOf(o.maxActive));
   }
 
   start(): void {
@@ -116,19 +124,42 @@ export class RunEngine {
     await this.agent.close();
   }
 
-  /** A run is due now: take it if this node has room (else the poll finds it). */
-  wake(id: string): void {
+  /**
+   * A run of `tenant` is due now: take it if the tenant has room on this node; otherwise the tenant
+   * takes its turn when a slot frees (the poll finds it too).
+   */
+  wake(id: string, tenant?: Required<Tenant>): void {
+    if (tenant && !this.slots.room(tenant)) {
+      this.slots.waiting(tenant);
+      return;
+    }
     // A failed claim leaves the run due: the poll takes it once the store answers.
     this.claim(id).catch((err: unknown) => this.failures.failed("claiming runs", err, "the poll claims them once the store answers"));
   }
 
+  /**
+   * Fills free slots: tenants known to have due runs take turns, one claim each; when none of them
+   * can take a slot, the due index is read for other tenants with work.
+   */
   private async poll(): Promise<void> {
-    if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
+    if (this.stopping || Date.now() < this.pollAfter) return;
+    if (this.polling) {
+      this.repoll = true;
+      return;
+    }
     this.polling = true;
     try {
-      while (this.active < this.o.maxActive && (await this.claim())) {
-        // claimed one; look for the next
-      }
+      do {
+        this.repoll = false;
+        let discoveries = 0;
+        while (!this.stopping && this.slots.active < this.o.maxActive) {
+          const tenant = this.slots.next();
+          if (tenant) {
+            if (!(await this.claimOf(tenant))) this.slots.rested(tenant);
+          } else if (discoveries >= DISCOVERIES_PER_POLL || !(await this.discover())) break;
+          else discoveries += 1;
+        }
+      } while (this.repoll && !this.stopping);
       this.pollFailures = 0;
       this.failures.ok("claiming runs");
     } catch (err) {
@@ -141,17 +172,55 @@ export class RunEngine {
     }
   }
 
-  private async claim(id?: string): Promise<boolean> {
-    if (this.stopping || this.active >= this.o.maxActive) return false;
+  /** Claims the run `id` if it is due. */
+  private async claim(id: string): Promise<boolean> {
+    if (this.stopping || this.slots.active >= this.o.maxActive) return false;
     const clock = this.clock();
-    // The most overdue first, read in order from the sparse `due_at` index: a claim costs one row.
-    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: clock.now } }, claim(randomUUID(), clock), {
-      sort: { due_at: 1 },
-    });
+    const run = await this.o.runs.update(ALL_TENANTS, { id, due_at: { $lte: clock.now } }, claim(randomUUID(), clock));
     if (!run) return false;
-    this.active += 1;
+    this.slots.take(run as Required<Tenant>);
     this.run(run as Claimed);
     return true;
+  }
+
+  /** Claims `tenant`'s most overdue run, read from the tenant's `due_at` index: one row. */
+  private async claimOf(tenant: Required<Tenant>): Promise<boolean> {
+    if (this.stopping) return false;
+    const clock = this.clock();
+    const run = await this.o.runs.update(tenant, { due_at: { $lte: clock.now } }, claim(randomUUID(), clock), { sort: { due_at: 1 } });
+    if (!run) return false;
+    this.slots.take(tenant);
+    this.run(run as Claimed);
+    return true;
+  }
+
+  /**
+   * Reads the most overdue runs' tenants (DISCOVER_ROWS rows of the sparse due index, their
+   * tenant fields only), leaving out the organizations, per environment, that have no room here:
+   * their due runs wait however many they are, and another tenant's are found behind them. The
+   * tenants found with room take turns. Answers whether any was found.
+   */
+  private async discover(): Promise<boolean> {
+    const now = Date.now();
+    const excluded = this.slots.excluded();
+    const filters: Filter[] =
+      excluded.live.length === 0 && excluded.test.length === 0
+        ? [{ due_at: { $lte: now } }]
+        : (["live", "test"] as const).map((environment) => ({
+            due_at: { $lte: now },
+            environment,
+            ...(excluded[environment].length > 0 && { org_id: { $nin: excluded[environment] } }),
+          }));
+    let found = false;
+    for (const filter of filters) {
+      const rows = await this.o.runs.pluck(ALL_TENANTS, filter, ["org_id", "environment"], { sort: { due_at: 1 }, limit: DISCOVER_ROWS });
+      for (const row of rows) {
+        if (!this.slots.room(row)) continue;
+        this.slots.waiting(row);
+        found = true;
+      }
+    }
+    return found;
   }
 
   /**
@@ -160,13 +229,13 @@ export class RunEngine {
    * The room is held until `adopt` (stored) or `unreserve` (not stored).
    */
   reserve(run: RunDoc): Claimed | null {
-    if (this.stopping || this.active >= this.o.maxActive) return null;
-    this.active += 1;
+    if (this.stopping || !this.slots.room(run as Required<Tenant>)) return null;
+    this.slots.take(run as Required<Tenant>);
     return claimedAtStart(run, randomUUID(), this.clock()) as Claimed;
   }
 
-  unreserve(): void {
-    this.active -= 1;
+  unreserve(run: RunDoc): void {
+    this.slots.give(run as Required<Tenant>);
   }
 
   /** Drives a run from `reserve`, now stored. */
@@ -186,17 +255,19 @@ export class RunEngine {
         },
       )
       .finally(() => {
-        this.active -= 1;
+        this.slots.give(run as Required<Tenant>);
         this.driving.delete(driving);
+        // The slot goes to the next tenant in turn.
+        if (this.slots.queued > 0) void this.poll();
       });
     this.driving.add(driving);
   }
 
-  private later(id: string, ms: number): void {
+  private later(run: RunDoc, ms: number): void {
     if (ms > LOCAL_TIMER_MAX_MS || this.stopping) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.wake(id);
+      this.wake(run.id, run as Required<Tenant>);
     }, ms);
     timer.unref();
     this.timers.add(timer);
@@ -213,7 +284,7 @@ export class RunEngine {
   private async save(run: Claimed, write: RunWrite): Promise<Claimed | null> {
     const saved = await this.o.runs.update(ALL_TENANTS, { id: run.id, lease: run.lease, rev: run.rev }, updateOf(write));
     // A short wait is also kept by a local timer, not only found by the poll.
-    if (write.released && write.set.due_at !== undefined) this.later(run.id, Math.max(0, write.set.due_at - Date.now()));
+    if (write.released && write.set.due_at !== undefined) this.later(run, Math.max(0, write.set.due_at - Date.now()));
     if (saved) return write.released ? null : (saved as Claimed);
     // Someone else wrote: an approval or rejection keeps our claim (go on from what is stored);
     // a cancellation takes it away (stop).

@@ -206,8 +206,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
 
   events: {
     [RUN_DUE]: {
-      handler(ctx: Context<{ id: string }>) {
-        this.engine.wake(ctx.params.id);
+      handler(ctx: Context<{ id: string; org_id?: string; environment?: Tenant["environment"] }>) {
+        const { id, org_id, environment } = ctx.params;
+        this.engine.wake(id, org_id && environment ? { org_id, environment } : undefined);
       },
     },
   },
@@ -246,7 +247,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       try {
         counted = await this.startCounted(tenant, budget, claimed ?? run);
       } finally {
-        if (claimed && !counted) this.engine.unreserve();
+        if (claimed && !counted) this.engine.unreserve(run);
       }
       if (!counted) {
         throw new ApiError(
@@ -261,7 +262,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       }
       if (claimed) this.engine.adopt(claimed);
       // A lost wake-up only delays the run until a node's next poll.
-      else this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+      else this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
       return runView(claimed ?? run);
     },
 
@@ -301,7 +302,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         const run = await this.ownRun(tenant, params);
         const updated = await this.runs.update(tenant, { id: run.id, rev: run.rev }, updateOf(transition(run, Date.now())));
         if (updated) {
-          this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+          this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
           return runView(updated);
         }
         if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });

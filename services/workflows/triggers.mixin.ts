@@ -93,7 +93,7 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
           }
         }),
       );
-      for (const id of started) this.engine.wake(id);
+      for (const id of started) this.engine.wake(id, tenant);
       return incomplete;
     },
 

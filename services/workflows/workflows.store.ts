@@ -50,8 +50,11 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: 1 } },
       { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: 1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
-      // Only runs the engine has work on carry `due_at`: the claim index stays small.
-      { fields: { due_at: 1 }, sparse: true },
+      // Only runs the engine has work on carry `due_at`: the index that finds which tenants have
+      // work stays small, and holds their tenant fields (read without the documents).
+      { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },
+      // A tenant's most overdue run, claimed in its turn (tenant-slots.ts).
+      { fields: { org_id: 1, environment: 1, due_at: 1 } },
       // Runs by status across tenants, for the metrics' bounded counts (unfinished ones only are counted).
       { fields: { status: 1, due_at: 1 } },
       ...RUN_RETENTION_INDEXES,
