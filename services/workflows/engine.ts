@@ -7,6 +7,7 @@ import { describeJsonFault, parseJsonWithinLimits } from "../../shared/api/json-
 import { checkTargetUrl } from "../../shared/net/net-guard";
 import { outbound, outboundAgent } from "../../shared/net/outbound";
 import { childTraceparent } from "../../shared/runtime/trace";
+import { chainHeader, SERVICE_CHAIN_HEADER } from "../../shared/records/chain";
 import { standardHeaders } from "../../shared/net/signing";
 import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
 import { cutAnswer, redact, redactAnswer } from "./outputs";
@@ -30,7 +31,7 @@ import {
 } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { notAnswered, urlRefused } from "./step-errors";
-import { sharesOf, TenantSlots } from "./tenant-slots";
+import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
 import { signingSecrets, type HttpStep, type WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
@@ -62,6 +63,8 @@ export interface EngineOptions {
   retryBaseMs: number;
   /** Runs this node drives at once, shared between tenants (tenant-slots.ts). */
   maxActive: number;
+  /** What one organization and one environment may hold of them (default: tenant-slots.ts `sharesOf`). */
+  shares?: Shares;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
   /** Told once per run, when its `workflow.completed` is stored (a publish repeated after a crash finds it stored). */
@@ -69,6 +72,21 @@ export interface EngineOptions {
 }
 
 export type Claimed = RunDoc & { lease: string };
+
+/**
+ * What a run's requests carry of where it came from, over any value of the step's: the trace it
+ * belongs to, and for an event-started run its chain, so that an event it posts to the platform
+ * goes on the chain (shared/records/chain.ts). Undefined when there is neither.
+ */
+function carriedHeaders(run: RunDoc): Record<string, string> | undefined {
+  if (!run.traceparent && run.chain_root === undefined) return undefined;
+  return {
+    ...(run.traceparent && { traceparent: childTraceparent(run.traceparent) }),
+    ...(run.chain_root !== undefined && {
+      [SERVICE_CHAIN_HEADER]: chainHeader({ chain_root: run.chain_root, chain_depth: run.chain_depth ?? 0 }),
+    }),
+  };
+}
 
 /**
  * Executes the run state machine (runs.logic.ts), durably: a node claims a due run with a
@@ -105,7 +123,7 @@ export class RunEngine {
     this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
     this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
     this.failures = new FailureLog(o.logger);
-    this.slots = new TenantSlots(sharesOf(o.maxActive));
+    this.slots = new TenantSlots(o.shares ?? sharesOf(o.maxActive));
   }
 
   start(): void {
@@ -364,9 +382,8 @@ export class RunEngine {
         await this.publish(run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
-        const request = run.traceparent
-          ? { ...move.request, headers: { ...move.request.headers, traceparent: childTraceparent(run.traceparent) } }
-          : move.request;
+        const carried = carriedHeaders(run);
+        const request = carried ? { ...move.request, headers: { ...move.request.headers, ...carried } } : move.request;
         // Redacted: what the server sent and the error, never the engine's own fields (a secret
         // whose value is `k` turned the attempt's `ok` into another key and failed the step).
         const { ok, output, error } = await this.call(run, request);

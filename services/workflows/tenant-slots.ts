@@ -17,7 +17,7 @@ export interface Shares {
   perEnvironment: number;
 }
 
-/** Three quarters of the slots to one organization, five eighths to one of its environments. */
+/** Shares of `total` slots: three quarters to one organization, five eighths to one of its environments. */
 export function sharesOf(total: number): Shares {
   return { total, perOrg: Math.max(1, Math.floor((total * 3) / 4)), perEnvironment: Math.max(1, Math.floor((total * 5) / 8)) };
 }

@@ -1,4 +1,4 @@
-import { sharesOf } from "../../services/workflows/tenant-slots";
+import { RUN_SHARES } from "../../services/workflows/runs.mixin";
 import { hog, holdingServer, quantile, timedRuns, type HoldingServer } from "../helpers/fairness";
 import { usePlatform } from "../helpers/platform";
 import { waitFor } from "../../tools/procs";
@@ -14,7 +14,7 @@ jest.setTimeout(180_000);
 
 /** The other tenant's runs, from creation to end, at the 99th percentile: the stated bound. */
 const P99_BOUND_MS = 1_000;
-const SHARE = sharesOf(64).perEnvironment;
+const SHARE = RUN_SHARES.perEnvironment;
 
 const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "1000000", RUN_STARTS_PER_MINUTE: "100000" });
 let slow: HoldingServer;
