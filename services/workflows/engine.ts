@@ -384,8 +384,8 @@ export class RunEngine {
       } else if (move.kind === "call") {
         const carried = carriedHeaders(run);
         const request = carried ? { ...move.request, headers: { ...move.request.headers, ...carried } } : move.request;
-        // Redacted: what the server sent and the error, never the engine's own fields (a secret
-        // whose value is `k` turned the attempt's `ok` into another key and failed the step).
+        // Redacted: what the server sent and the error, never the engine's own fields (a value such
+        // as `k` would otherwise rename the attempt's `ok` key).
         const { ok, output, error } = await this.call(run, request);
         const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));

@@ -35,7 +35,7 @@ interface TriggersMethods extends RunsMethods {
 /**
  * The event trigger: stored events marked "untriggered" start the runs of the active workflows
  * listening for their type, within the chain's run budget. A mixin of the workflows service, after
- * the runs mixin (runs.service.ts), whose collections, engine and budgets it uses.
+ * the runs mixin (runs.mixin.ts), whose collections, engine and budgets it uses.
  */
 export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMethods, TriggersVars>> = {
   events: {

@@ -9,8 +9,8 @@ import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 
 /**
  * A count of runs started against a limit: the budget of one chain of event-started runs (under the
- * id of the event that began it), or the runs started through the API in one minute of one
- * environment (`starts/<org>/<environment>/<minute>`).
+ * id of the event that began it), or the runs started in one minute of one environment, however
+ * they were started (`starts/<org>/<environment>/<minute>`).
  */
 export interface BudgetDoc extends Doc {
   environment: Environment;
@@ -22,10 +22,10 @@ export interface BudgetDoc extends Doc {
 }
 
 /**
- * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of API starts per
- * minute), run counts and the secrets its http steps use are the workflows service's, with the outbox of its own events; the event
- * log is read (for triggers) and written by the events service. One declaration for the service and
- * its mixins (runs.service.ts, triggers.service.ts).
+ * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of starts per
+ * minute), run counts and the secrets its http steps use are the workflows service's, with the
+ * outbox of its own events; the event log is read (for triggers) and written by the events
+ * service. One declaration for the service and its mixins (runs.mixin.ts, triggers.mixin.ts).
  */
 export const STORE = declareStore({
   owns: {

@@ -38,6 +38,7 @@ export async function holdingServer(): Promise<HoldingServer> {
     release() {
       released = true;
       for (const res of waiting) answer(res);
+      waiting.clear();
     },
     async close() {
       server.closeAllConnections();
