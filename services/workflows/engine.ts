@@ -147,12 +147,15 @@ export class RunEngine {
    * takes its turn when a slot frees (the poll finds it too).
    */
   wake(id: string, tenant?: Required<Tenant>): void {
+    if (this.stopping) return;
     if (tenant && !this.slots.room(tenant)) {
       this.slots.waiting(tenant);
       return;
     }
     // A failed claim leaves the run due: the poll takes it once the store answers.
-    this.claim(id).catch((err: unknown) => this.failures.failed("claiming runs", err, "the poll claims them once the store answers"));
+    this.claim(id, tenant).catch((err: unknown) =>
+      this.failures.failed("claiming runs", err, "the poll claims them once the store answers"),
+    );
   }
 
   /**
@@ -190,11 +193,16 @@ export class RunEngine {
     }
   }
 
-  /** Claims the run `id` if it is due. */
-  private async claim(id: string): Promise<boolean> {
-    if (this.stopping || this.slots.active >= this.o.maxActive) return false;
+  /**
+   * Claims the run `id` if it is due. With its tenant known, the slot is taken before the claim is
+   * sent, so wake-ups arriving together never take more than the tenant's share.
+   */
+  private async claim(id: string, tenant?: Required<Tenant>): Promise<boolean> {
     const clock = this.clock();
-    const run = await this.o.runs.update(ALL_TENANTS, { id, due_at: { $lte: clock.now } }, claim(randomUUID(), clock));
+    const filter = { id, due_at: { $lte: clock.now } };
+    if (tenant) return this.claimHolding(tenant, () => this.o.runs.update(ALL_TENANTS, filter, claim(randomUUID(), clock)));
+    if (this.slots.active >= this.o.maxActive) return false;
+    const run = await this.o.runs.update(ALL_TENANTS, filter, claim(randomUUID(), clock));
     if (!run) return false;
     this.slots.take(run as Required<Tenant>);
     this.run(run as Claimed);
@@ -202,12 +210,24 @@ export class RunEngine {
   }
 
   /** Claims `tenant`'s most overdue run, read from the tenant's `due_at` index: one row. */
-  private async claimOf(tenant: Required<Tenant>): Promise<boolean> {
-    if (this.stopping) return false;
+  private claimOf(tenant: Required<Tenant>): Promise<boolean> {
     const clock = this.clock();
-    const run = await this.o.runs.update(tenant, { due_at: { $lte: clock.now } }, claim(randomUUID(), clock), { sort: { due_at: 1 } });
-    if (!run) return false;
+    return this.claimHolding(tenant, () =>
+      this.o.runs.update(tenant, { due_at: { $lte: clock.now } }, claim(randomUUID(), clock), { sort: { due_at: 1 } }),
+    );
+  }
+
+  /** Takes a slot of `tenant` for the claim `send` makes, and gives it back when it claims nothing. */
+  private async claimHolding(tenant: Required<Tenant>, send: () => Promise<RunDoc | null>): Promise<boolean> {
+    if (this.stopping) return false;
     this.slots.take(tenant);
+    let run: RunDoc | null = null;
+    try {
+      run = await send();
+    } finally {
+      if (!run) this.slots.give(tenant);
+    }
+    if (!run) return false;
     this.run(run as Claimed);
     return true;
   }
