@@ -1,16 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
-import type { Agent } from "undici";
 import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/records/events";
 import { FailureLog } from "../../shared/runtime/failure-log";
-import { describeJsonFault, parseJsonWithinLimits } from "../../shared/api/json-limits";
-import { checkTargetUrl } from "../../shared/net/net-guard";
-import { outbound, outboundAgent } from "../../shared/net/outbound";
-import { childTraceparent } from "../../shared/runtime/trace";
-import { chainHeader, SERVICE_CHAIN_HEADER } from "../../shared/records/chain";
-import { standardHeaders } from "../../shared/net/signing";
 import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
-import { cutAnswer, redact, redactAnswer } from "./outputs";
+import { HttpAttempts } from "./http-attempts";
+import { redact, redactAnswer } from "./outputs";
 import {
   attempted,
   claim,
@@ -22,17 +16,14 @@ import {
   nextMove,
   published,
   updateOf,
-  type Attempt,
   type Clock,
-  type HttpRequest,
   type OutboxEvent,
   type RunDoc,
   type RunWrite,
 } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
-import { notAnswered, urlRefused } from "./step-errors";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
-import { signingSecrets, type HttpStep, type WorkflowDoc } from "./workflows.logic";
+import type { WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -44,8 +35,6 @@ const POLL_MS = 500;
 const POLL_BACKOFF_MAX_MS = 5_000;
 /** Waits up to this long are also kept by a local timer, not only found by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
-/** Bytes of an http step's answer kept as its output. */
-const ANSWER_LIMIT = 64 * 1024;
 /** Due runs read at once to find which tenants have work (their tenant fields only, from the due index). */
 const DISCOVER_ROWS = 32;
 /** Reads for tenants with work in one poll, at most: the turns then go on at the next. */
@@ -74,21 +63,6 @@ export interface EngineOptions {
 export type Claimed = RunDoc & { lease: string };
 
 /**
- * What a run's requests carry of where it came from, over any value of the step's: the trace it
- * belongs to, and for an event-started run its chain, so that an event it posts to the platform
- * goes on the chain (shared/records/chain.ts). Undefined when there is neither.
- */
-function carriedHeaders(run: RunDoc): Record<string, string> | undefined {
-  if (!run.traceparent && run.chain_root === undefined) return undefined;
-  return {
-    ...(run.traceparent && { traceparent: childTraceparent(run.traceparent) }),
-    ...(run.chain_root !== undefined && {
-      [SERVICE_CHAIN_HEADER]: chainHeader({ chain_root: run.chain_root, chain_depth: run.chain_depth ?? 0 }),
-    }),
-  };
-}
-
-/**
  * Executes the run state machine (runs.logic.ts), durably: a node claims a due run with a
  * compare-and-set lease, does its steps' work (publishing its outbox, http attempts) and stores each
  * transition's write under its lease, so a node killed mid-run leaves a run that
@@ -112,7 +86,7 @@ export class RunEngine {
   private repoll = false;
   private readonly driving = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly agent: Agent;
+  private readonly http: HttpAttempts;
   private readonly leaseMarginMs: number;
   private readonly failures: FailureLog;
   /** Polls in a row that failed, and when the next may run. */
@@ -120,7 +94,7 @@ export class RunEngine {
   private pollAfter = 0;
 
   constructor(private readonly o: EngineOptions) {
-    this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
+    this.http = new HttpAttempts(o.workflows, o.allowPrivate);
     this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
     this.failures = new FailureLog(o.logger);
     this.slots = new TenantSlots(o.shares ?? sharesOf(o.maxActive));
@@ -139,7 +113,7 @@ export class RunEngine {
     clearInterval(this.poller);
     for (const t of this.timers) clearTimeout(t);
     await Promise.allSettled([...this.driving]);
-    await this.agent.close();
+    await this.http.close();
   }
 
   /**
@@ -402,67 +376,14 @@ export class RunEngine {
         await this.publish(run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
-        const carried = carriedHeaders(run);
-        const request = carried ? { ...move.request, headers: { ...move.request.headers, ...carried } } : move.request;
         // Redacted: what the server sent and the error, never the engine's own fields (a value such
         // as `k` would otherwise rename the attempt's `ok` key).
-        const { ok, output, error } = await this.call(run, request);
+        const { ok, output, error } = await this.http.attempt(run, move.request);
         const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);
       }
     }
-  }
-
-  /**
-   * The headers a receiver checks a step's request by: `Idempotency-Key` (unless the step sets its
-   * own) and `webhook-id`, both `<run id>:<step id>`, the same on every attempt and every
-   * re-execution after a crash; the Standard Webhooks signature under the workflow's signing secrets.
-   */
-  private async signed(run: RunDoc, request: HttpRequest): Promise<Record<string, string>> {
-    const id = `${run.id}:${run.definition[run.cursor].id}`;
-    const workflow = await this.o.workflows.get({ org_id: run.org_id, environment: run.environment }, run.workflow_id);
-    const secrets = workflow ? signingSecrets(workflow, Date.now()) : [];
-    return {
-      "idempotency-key": id,
-      ...request.headers,
-      ...(secrets.length > 0 && standardHeaders(id, request.body ?? "", secrets)),
-    };
-  }
-
-  /** One attempt of an http step. */
-  private async call(run: RunDoc, request: HttpRequest): Promise<Attempt> {
-    const { url, method, body, timeoutMs } = request;
-    const { environment } = run;
-    const headers = await this.signed(run, request);
-    // Failures quote the step's URL template, never the filled URL (step-errors.ts).
-    const template = (run.definition[run.cursor] as HttpStep).url;
-    try {
-      await checkTargetUrl(url, { allowPrivate: this.o.allowPrivate, environment });
-    } catch (err) {
-      return { ok: false, output: null, error: urlRefused(template, (err as Error).message) };
-    }
-    const res = await outbound(this.agent, url, { method, headers, body, timeoutMs, keep: ANSWER_LIMIT });
-    if (!res.answered) return { ok: false, output: null, error: notAnswered(template, res.error) };
-    let parsed: unknown = res.text;
-    let refused: string | null = null;
-    // Longer than what is read of it: not kept, the output says so (outputs.ts).
-    const cut = res.bytes > ANSWER_LIMIT;
-    if (!cut && res.contentType.includes("json")) {
-      // Held to the limits of a request body (shared/api/json-limits.ts): an answer nested too deep or
-      // holding lone surrogates (which no UTF-8 store holds as they are) is not stored, and fails
-      // the attempt like a bad status, under the step's retries. Not JSON after all: kept as text.
-      const checked = parseJsonWithinLimits(res.text);
-      if (checked.ok) parsed = checked.value;
-      else if (checked.kind !== "invalid_json") {
-        parsed = null;
-        refused = `the answer's JSON is ${describeJsonFault(checked)}`;
-      }
-    }
-    const good = res.status >= 200 && res.status < 300;
-    const ok = good && refused === null;
-    const error = ok ? null : good ? refused : `the server answered ${res.status}${refused ? `; ${refused}` : ""}`;
-    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error };
   }
 }
