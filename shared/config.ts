@@ -80,7 +80,7 @@ export interface Settings {
   webhookRetryDelaysMs: number[];
   webhookAllowPrivateTargets: boolean;
   workflowRetryBaseMs: number;
-  /** Runs started through the API per minute in one environment of an organization (429 beyond). */
+  /** Runs started per minute in one environment of an organization: through the API, 429 beyond; by events, they wait for the next minute. */
   runStartsPerMinute: number;
   usageRetentionDays: number;
   /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/records/retention.ts). */

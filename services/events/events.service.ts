@@ -107,7 +107,16 @@ const EventsService: ServiceSchema<PlatformSettings, EventsMethods, EventsVars> 
         // The catalogue first: noting a type twice is harmless, so a failure of either write leaves
         // no event behind that the client was told is not stored (a retry would store it twice).
         await this.noteType({ org_id, environment, type: ctx.params.type, created_at: nowIso() });
-        const event = await this.append({ org_id, environment, type: ctx.params.type, data, source: "api", ...traceOf(ctx.meta) });
+        // Posted by a run's http step: the event goes on the run's chain (shared/records/chain.ts).
+        const event = await this.append({
+          org_id,
+          environment,
+          type: ctx.params.type,
+          data,
+          source: "api",
+          ...traceOf(ctx.meta),
+          ...ctx.meta.chain,
+        });
         return eventView(event);
       },
     },

@@ -29,6 +29,7 @@ import { ListenMixin, type ListenMethods, type ListenVars } from "./listen.mixin
 import { RateLimiter, type RateDecision } from "./rate-limiter";
 import { locationOf, matchRoute, type AuditSpec, type RouteDef } from "./routes";
 import { AuditWriter, auditedResource } from "./audit";
+import { chainOf, SERVICE_CHAIN_HEADER, type Chain } from "../../shared/records/chain";
 
 const TOUCH_INTERVAL_MS = 5_000;
 /** Usage leaves for the analytics service every second; ten minutes of batches wait for it at most. */
@@ -44,6 +45,8 @@ interface Exchange {
   requestId: string;
   /** The client's traceparent, when valid: passed on to what the request starts. */
   traceparent?: string;
+  /** A workflow run's chain (its http step's `Service-Chain`), when well-formed: passed on to the event it posts. */
+  chain?: Chain;
   version: string;
   /** performance.now() when the request came in. */
   start: number;
@@ -303,6 +306,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
         api_version: x.version,
         request_id: x.requestId,
         ...(x.traceparent && { traceparent: x.traceparent }),
+        ...(x.chain && { chain: x.chain }),
       };
       // Reads are safe to repeat: one that meets a dead node is retried on another (cluster only).
       const data = await this.broker.call<any, Record<string, unknown>>(
@@ -384,9 +388,11 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
       // A client's own request id is kept when well-formed (REQUEST_ID_PATTERN); anything else gets ours.
       const given = req.headers["x-request-id"];
       const traceparent = validTraceparent(req.headers.traceparent);
+      const chain = chainOf(req.headers[SERVICE_CHAIN_HEADER]);
       return {
         requestId: typeof given === "string" && REQUEST_ID_PATTERN.test(given) ? given : newId("req"),
         ...(traceparent && { traceparent }),
+        ...(chain && { chain }),
         version: LATEST_VERSION,
         start: performance.now(),
         method: req.method ?? "GET",

@@ -1,15 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceBroker } from "moleculer";
-import type { Agent } from "undici";
 import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/records/events";
 import { FailureLog } from "../../shared/runtime/failure-log";
-import { describeJsonFault, parseJsonWithinLimits } from "../../shared/api/json-limits";
-import { checkTargetUrl } from "../../shared/net/net-guard";
-import { outbound, outboundAgent } from "../../shared/net/outbound";
-import { childTraceparent } from "../../shared/runtime/trace";
-import { standardHeaders } from "../../shared/net/signing";
-import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
-import { cutAnswer, redact, redactAnswer } from "./outputs";
+import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
+import { HttpAttempts } from "./http-attempts";
+import { redact, redactAnswer } from "./outputs";
 import {
   attempted,
   claim,
@@ -21,15 +16,14 @@ import {
   nextMove,
   published,
   updateOf,
-  type Attempt,
   type Clock,
-  type HttpRequest,
   type OutboxEvent,
   type RunDoc,
   type RunWrite,
 } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
-import { signingSecrets, type WorkflowDoc } from "./workflows.logic";
+import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
+import type { WorkflowDoc } from "./workflows.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -41,8 +35,10 @@ const POLL_MS = 500;
 const POLL_BACKOFF_MAX_MS = 5_000;
 /** Waits up to this long are also kept by a local timer, not only found by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
-/** Bytes of an http step's answer kept as its output. */
-const ANSWER_LIMIT = 64 * 1024;
+/** Due runs read at once to find which tenants have work (their tenant fields only, from the due index). */
+const DISCOVER_ROWS = 32;
+/** Reads for tenants with work in one poll, at most: the turns then go on at the next. */
+const DISCOVERIES_PER_POLL = 3;
 
 export interface EngineOptions {
   runs: Collection<RunDoc>;
@@ -54,8 +50,10 @@ export interface EngineOptions {
   logger: ServiceBroker["logger"];
   allowPrivate: boolean;
   retryBaseMs: number;
-  /** Runs this node drives at once. */
+  /** Runs this node drives at once, shared between tenants (tenant-slots.ts). */
   maxActive: number;
+  /** What one organization and one environment may hold of them (default: tenant-slots.ts `sharesOf`). */
+  shares?: Shares;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
   /** Told once per run, when its `workflow.completed` is stored (a publish repeated after a crash finds it stored). */
@@ -80,13 +78,15 @@ export type Claimed = RunDoc & { lease: string };
  * step with an error saying why.
  */
 export class RunEngine {
-  private active = 0;
+  private readonly slots: TenantSlots;
   private stopping = false;
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
+  /** A slot freed or a tenant was woken while a poll ran: it goes round once more. */
+  private repoll = false;
   private readonly driving = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly agent: Agent;
+  private readonly http: HttpAttempts;
   private readonly leaseMarginMs: number;
   private readonly failures: FailureLog;
   /** Polls in a row that failed, and when the next may run. */
@@ -94,9 +94,10 @@ export class RunEngine {
   private pollAfter = 0;
 
   constructor(private readonly o: EngineOptions) {
-    this.agent = outboundAgent(o.allowPrivate, { keepAliveMs: 10_000 });
+    this.http = new HttpAttempts(o.workflows, o.allowPrivate);
     this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
     this.failures = new FailureLog(o.logger);
+    this.slots = new TenantSlots(o.shares ?? sharesOf(o.maxActive));
   }
 
   start(): void {
@@ -112,22 +113,48 @@ export class RunEngine {
     clearInterval(this.poller);
     for (const t of this.timers) clearTimeout(t);
     await Promise.allSettled([...this.driving]);
-    await this.agent.close();
+    await this.http.close();
   }
 
-  /** A run is due now: take it if this node has room (else the poll finds it). */
-  wake(id: string): void {
+  /**
+   * A run of `tenant` is due now: take it if the tenant has room on this node; otherwise the tenant
+   * takes its turn when a slot frees (the poll finds it too).
+   */
+  wake(id: string, tenant?: Required<Tenant>): void {
+    if (this.stopping) return;
+    if (tenant && !this.slots.room(tenant)) {
+      this.slots.waiting(tenant);
+      return;
+    }
     // A failed claim leaves the run due: the poll takes it once the store answers.
-    this.claim(id).catch((err: unknown) => this.failures.failed("claiming runs", err, "the poll claims them once the store answers"));
+    this.claim(id, tenant).catch((err: unknown) =>
+      this.failures.failed("claiming runs", err, "the poll claims them once the store answers"),
+    );
   }
 
+  /**
+   * Fills free slots: tenants known to have due runs take turns, one claim each; when none of them
+   * can take a slot, the due index is read for other tenants with work.
+   */
   private async poll(): Promise<void> {
-    if (this.polling || this.stopping || Date.now() < this.pollAfter) return;
+    if (this.stopping || Date.now() < this.pollAfter) return;
+    if (this.polling) {
+      this.repoll = true;
+      return;
+    }
     this.polling = true;
     try {
-      while (this.active < this.o.maxActive && (await this.claim())) {
-        // claimed one; look for the next
-      }
+      do {
+        this.repoll = false;
+        let discoveries = 0;
+        while (!this.stopping && this.slots.active < this.o.maxActive) {
+          const tenant = this.slots.next();
+          if (tenant) {
+            if (!(await this.claimOf(tenant))) this.slots.rested(tenant);
+          } else if (discoveries >= DISCOVERIES_PER_POLL || !(await this.discover())) break;
+          else discoveries += 1;
+        }
+      } while (this.repoll && !this.stopping);
       this.pollFailures = 0;
       this.failures.ok("claiming runs");
     } catch (err) {
@@ -140,17 +167,72 @@ export class RunEngine {
     }
   }
 
-  private async claim(id?: string): Promise<boolean> {
-    if (this.stopping || this.active >= this.o.maxActive) return false;
+  /**
+   * Claims the run `id` if it is due. With its tenant known, the slot is taken before the claim is
+   * sent, so wake-ups arriving together never take more than the tenant's share.
+   */
+  private async claim(id: string, tenant?: Required<Tenant>): Promise<boolean> {
     const clock = this.clock();
-    // The most overdue first, read in order from the sparse `due_at` index: a claim costs one row.
-    const run = await this.o.runs.update(ALL_TENANTS, { ...(id && { id }), due_at: { $lte: clock.now } }, claim(randomUUID(), clock), {
-      sort: { due_at: 1 },
-    });
+    const filter = { id, due_at: { $lte: clock.now } };
+    if (tenant) return this.claimHolding(tenant, () => this.o.runs.update(ALL_TENANTS, filter, claim(randomUUID(), clock)));
+    if (this.slots.active >= this.o.maxActive) return false;
+    const run = await this.o.runs.update(ALL_TENANTS, filter, claim(randomUUID(), clock));
     if (!run) return false;
-    this.active += 1;
+    this.slots.take(run as Required<Tenant>);
     this.run(run as Claimed);
     return true;
+  }
+
+  /** Claims `tenant`'s most overdue run, read from the tenant's `due_at` index: one row. */
+  private claimOf(tenant: Required<Tenant>): Promise<boolean> {
+    const clock = this.clock();
+    return this.claimHolding(tenant, () =>
+      this.o.runs.update(tenant, { due_at: { $lte: clock.now } }, claim(randomUUID(), clock), { sort: { due_at: 1 } }),
+    );
+  }
+
+  /** Takes a slot of `tenant` for the claim `send` makes, and gives it back when it claims nothing. */
+  private async claimHolding(tenant: Required<Tenant>, send: () => Promise<RunDoc | null>): Promise<boolean> {
+    if (this.stopping) return false;
+    this.slots.take(tenant);
+    let run: RunDoc | null = null;
+    try {
+      run = await send();
+    } finally {
+      if (!run) this.slots.give(tenant);
+    }
+    if (!run) return false;
+    this.run(run as Claimed);
+    return true;
+  }
+
+  /**
+   * Reads the most overdue runs' tenants (DISCOVER_ROWS rows of the sparse due index, their
+   * tenant fields only), leaving out the organizations, per environment, that have no room here:
+   * their due runs wait however many they are, and another tenant's are found behind them. The
+   * tenants found with room take turns. Answers whether any was found.
+   */
+  private async discover(): Promise<boolean> {
+    const now = Date.now();
+    const excluded = this.slots.excluded();
+    const filters: Filter[] =
+      excluded.live.length === 0 && excluded.test.length === 0
+        ? [{ due_at: { $lte: now } }]
+        : (["live", "test"] as const).map((environment) => ({
+            due_at: { $lte: now },
+            environment,
+            ...(excluded[environment].length > 0 && { org_id: { $nin: excluded[environment] } }),
+          }));
+    let found = false;
+    for (const filter of filters) {
+      const rows = await this.o.runs.pluck(ALL_TENANTS, filter, ["org_id", "environment"], { sort: { due_at: 1 }, limit: DISCOVER_ROWS });
+      for (const row of rows) {
+        if (!this.slots.room(row)) continue;
+        this.slots.waiting(row);
+        found = true;
+      }
+    }
+    return found;
   }
 
   /**
@@ -159,13 +241,13 @@ export class RunEngine {
    * The room is held until `adopt` (stored) or `unreserve` (not stored).
    */
   reserve(run: RunDoc): Claimed | null {
-    if (this.stopping || this.active >= this.o.maxActive) return null;
-    this.active += 1;
+    if (this.stopping || !this.slots.room(run as Required<Tenant>)) return null;
+    this.slots.take(run as Required<Tenant>);
     return claimedAtStart(run, randomUUID(), this.clock()) as Claimed;
   }
 
-  unreserve(): void {
-    this.active -= 1;
+  unreserve(run: RunDoc): void {
+    this.slots.give(run as Required<Tenant>);
   }
 
   /** Drives a run from `reserve`, now stored. */
@@ -185,17 +267,19 @@ export class RunEngine {
         },
       )
       .finally(() => {
-        this.active -= 1;
+        this.slots.give(run as Required<Tenant>);
         this.driving.delete(driving);
+        // The slot goes to the next tenant in turn.
+        if (this.slots.queued > 0) void this.poll();
       });
     this.driving.add(driving);
   }
 
-  private later(id: string, ms: number): void {
+  private later(run: RunDoc, ms: number): void {
     if (ms > LOCAL_TIMER_MAX_MS || this.stopping) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      this.wake(id);
+      this.wake(run.id, run as Required<Tenant>);
     }, ms);
     timer.unref();
     this.timers.add(timer);
@@ -212,7 +296,7 @@ export class RunEngine {
   private async save(run: Claimed, write: RunWrite): Promise<Claimed | null> {
     const saved = await this.o.runs.update(ALL_TENANTS, { id: run.id, lease: run.lease, rev: run.rev }, updateOf(write));
     // A short wait is also kept by a local timer, not only found by the poll.
-    if (write.released && write.set.due_at !== undefined) this.later(run.id, Math.max(0, write.set.due_at - Date.now()));
+    if (write.released && write.set.due_at !== undefined) this.later(run, Math.max(0, write.set.due_at - Date.now()));
     if (saved) return write.released ? null : (saved as Claimed);
     // Someone else wrote: an approval or rejection keeps our claim (go on from what is stored);
     // a cancellation takes it away (stop).
@@ -292,66 +376,14 @@ export class RunEngine {
         await this.publish(run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
-        const request = run.traceparent
-          ? { ...move.request, headers: { ...move.request.headers, traceparent: childTraceparent(run.traceparent) } }
-          : move.request;
-        // Redacted: what the server sent and the error, never the engine's own fields (a secret
-        // whose value is `k` turned the attempt's `ok` into another key and failed the step).
-        const { ok, output, error } = await this.call(run, request);
+        // Redacted: what the server sent and the error, never the engine's own fields (a value such
+        // as `k` would otherwise rename the attempt's `ok` key).
+        const { ok, output, error } = await this.http.attempt(run, move.request);
         const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);
       }
     }
-  }
-
-  /**
-   * The headers a receiver checks a step's request by: `Idempotency-Key` (unless the step sets its
-   * own) and `webhook-id`, both `<run id>:<step id>`, the same on every attempt and every
-   * re-execution after a crash; the Standard Webhooks signature under the workflow's signing secrets.
-   */
-  private async signed(run: RunDoc, request: HttpRequest): Promise<Record<string, string>> {
-    const id = `${run.id}:${run.definition[run.cursor].id}`;
-    const workflow = await this.o.workflows.get({ org_id: run.org_id, environment: run.environment }, run.workflow_id);
-    const secrets = workflow ? signingSecrets(workflow, Date.now()) : [];
-    return {
-      "idempotency-key": id,
-      ...request.headers,
-      ...(secrets.length > 0 && standardHeaders(id, request.body ?? "", secrets)),
-    };
-  }
-
-  /** One attempt of an http step. */
-  private async call(run: RunDoc, request: HttpRequest): Promise<Attempt> {
-    const { url, method, body, timeoutMs } = request;
-    const { environment } = run;
-    const headers = await this.signed(run, request);
-    try {
-      await checkTargetUrl(url, { allowPrivate: this.o.allowPrivate, environment });
-    } catch (err) {
-      return { ok: false, output: null, error: `url '${url.slice(0, 200)}': ${(err as Error).message}` };
-    }
-    const res = await outbound(this.agent, url, { method, headers, body, timeoutMs, keep: ANSWER_LIMIT });
-    if (!res.answered) return { ok: false, output: null, error: res.error };
-    let parsed: unknown = res.text;
-    let refused: string | null = null;
-    // Longer than what is read of it: not kept, the output says so (outputs.ts).
-    const cut = res.bytes > ANSWER_LIMIT;
-    if (!cut && res.contentType.includes("json")) {
-      // Held to the limits of a request body (shared/api/json-limits.ts): an answer nested too deep or
-      // holding lone surrogates (which no UTF-8 store holds as they are) is not stored, and fails
-      // the attempt like a bad status, under the step's retries. Not JSON after all: kept as text.
-      const checked = parseJsonWithinLimits(res.text);
-      if (checked.ok) parsed = checked.value;
-      else if (checked.kind !== "invalid_json") {
-        parsed = null;
-        refused = `the answer's JSON is ${describeJsonFault(checked)}`;
-      }
-    }
-    const good = res.status >= 200 && res.status < 300;
-    const ok = good && refused === null;
-    const error = ok ? null : good ? refused : `the server answered ${res.status}${refused ? `; ${refused}` : ""}`;
-    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error };
   }
 }

@@ -113,18 +113,25 @@ export function checkReadable(output: unknown, stepId: string, rest: readonly st
   );
 }
 
+/** `text` as a pattern matching itself. */
+const literal = (text: string): string => text.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+
 /**
- * `value` with every occurrence of a secret's value (in its strings and keys) replaced by
- * `[redacted:NAME]`: what a step stores of an answer or an error that echoed a secret it sent.
- * Longer values first, so a secret that holds another is replaced whole. The forms a server may
- * echo it in otherwise (encoded, escaped, cut) are not found.
+ * `value` with every occurrence of a secret's value (in its strings and keys), in any letter case
+ * (a host name comes back lower-cased), replaced by `[redacted:NAME]`: what a step stores of an
+ * answer that echoed a secret it sent. Longer values first, so a secret that holds another is
+ * replaced whole. The forms a server may echo it in otherwise (encoded, escaped, cut) are not
+ * found: the engine's own words never quote a filled value (step-errors.ts).
  */
 export function redact<T>(value: T, secrets: Record<string, string>): T {
   const pairs = Object.entries(secrets)
     .filter(([, v]) => v.length > 0)
     .sort((a, b) => b[1].length - a[1].length);
   if (pairs.length === 0) return value;
-  const text = (s: string): string => pairs.reduce((out, [name, v]) => out.split(v).join(`[redacted:${name}]`), s);
+  const pattern = new RegExp(pairs.map(([, v]) => literal(v)).join("|"), "gi");
+  const nameOf = (found: string): string =>
+    pairs.find(([, v]) => v === found)?.[0] ?? pairs.find(([, v]) => new RegExp(`^${literal(v)}$`, "i").test(found))?.[0] ?? "secret";
+  const text = (s: string): string => s.replace(pattern, (found) => `[redacted:${nameOf(found)}]`);
   const walk = (v: unknown): unknown => {
     if (typeof v === "string") return text(v);
     if (Array.isArray(v)) return v.map(walk);

@@ -18,6 +18,7 @@ import {
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
+import type { Shares } from "./tenant-slots";
 import {
   approve,
   cancel,
@@ -49,8 +50,12 @@ import {
 } from "./workflows.params";
 
 const MINUTE_MS = 60_000;
-/** Runs one workflows node drives at once. */
-const MAX_ACTIVE_RUNS = 64;
+/**
+ * Runs one workflows node drives at once, and how many of them one organization and one of its
+ * environments may hold (tenant-slots.ts): whatever one tenant's runs do, 32 slots stay for the
+ * other organizations and 16 for the organization's other environment.
+ */
+export const RUN_SHARES: Shares = { total: 112, perOrg: 80, perEnvironment: 64 };
 /** JSON size of a run's input. */
 const INPUT_MAX_BYTES = 64 * 1024;
 
@@ -71,18 +76,27 @@ export interface RunsMethods extends SecretsMethods {
   ownWorkflow(tenant: Required<Tenant>, id: string): Promise<WorkflowDoc>;
   /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
   startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
+  /** The budget of RUN_STARTS_PER_MINUTE of the minute `now` falls in: every way of starting a run counts against it. */
+  startsBudget(tenant: Required<Tenant>, now: number): Budget;
   /** Cancels every run of a deleted workflow that has not ended, by `by`; answers how many. */
   cancelRunsOf(tenant: Required<Tenant>, workflowId: string, by: Decider["by"]): Promise<number>;
   /** Creates the budget `id`, unless it exists. */
   openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
-  /** Stores `run` and counts it against the budget `id`, both or neither; false: the budget is spent. */
-  startCounted(tenant: Required<Tenant>, budget: { id: string; limit: number; expiresAt: number }, run: RunDoc): Promise<boolean>;
+  /** Stores `run` and counts it against each budget, all or none; answers null, or the budget that is spent. */
+  startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc): Promise<Budget | null>;
   /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
   pruneRuns(now: number, control: PruneControl): Promise<number>;
   /** Runs by status now and runs waiting for an approval: bounded counts through the `{status, due_at}` index. */
   measureRuns(): Promise<void>;
 }
 type Ctx<P> = Context<P, CallMeta>;
+
+/** A count of runs started (workflows.store.ts BudgetDoc) and its limit. */
+export interface Budget {
+  id: string;
+  limit: number;
+  expiresAt: number;
+}
 
 /**
  * The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts), by
@@ -206,8 +220,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
 
   events: {
     [RUN_DUE]: {
-      handler(ctx: Context<{ id: string }>) {
-        this.engine.wake(ctx.params.id);
+      handler(ctx: Context<{ id: string; org_id?: string; environment?: Tenant["environment"] }>) {
+        const { id, org_id, environment } = ctx.params;
+        this.engine.wake(id, org_id && environment ? { org_id, environment } : undefined);
       },
     },
   },
@@ -232,21 +247,27 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       return workflow;
     },
 
-    async startApiRun(tenant, run) {
-      // At most RUN_STARTS_PER_MINUTE runs started through the API per minute and environment.
-      const now = this.settings.clock.now();
+    startsBudget(tenant, now) {
       const minute = now - (now % MINUTE_MS);
       const limit = this.settings.config.runStartsPerMinute;
-      const budget = { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+      return { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+    },
+
+    async startApiRun(tenant, run) {
+      // The platform's clock: a test's own in tests (shared/runtime/clock.ts).
+      const now = this.settings.clock.now();
+      const budget = this.startsBudget(tenant, now);
+      const { limit } = budget;
+      const minute = budget.expiresAt - 60 * MINUTE_MS;
       // Stored already claimed by this node's engine when it has room, an http step first shown
       // running (the claim's and the engine's first write fewer, and no wake-up to send);
       // otherwise queued and due now, for any node's engine.
       const claimed = this.engine.reserve(run);
       let counted = false;
       try {
-        counted = await this.startCounted(tenant, budget, claimed ?? run);
+        counted = (await this.startCounted(tenant, [budget], claimed ?? run)) === null;
       } finally {
-        if (claimed && !counted) this.engine.unreserve();
+        if (claimed && !counted) this.engine.unreserve(run);
       }
       if (!counted) {
         throw new ApiError(
@@ -261,7 +282,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       }
       if (claimed) this.engine.adopt(claimed);
       // A lost wake-up only delays the run until a node's next poll.
-      else this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+      else this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
       return runView(claimed ?? run);
     },
 
@@ -301,7 +322,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         const run = await this.ownRun(tenant, params);
         const updated = await this.runs.update(tenant, { id: run.id, rev: run.rev }, updateOf(transition(run, Date.now())));
         if (updated) {
-          this.broker.emit(RUN_DUE, { id: run.id }).catch(() => undefined);
+          this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
           return runView(updated);
         }
         if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });
@@ -316,20 +337,29 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       }
     },
 
-    async startCounted(tenant, { id, limit, expiresAt }, run) {
-      for (let tries = 0; tries < 2; tries += 1) {
-        // The count and the run are stored together: a run that exists was counted once, a
+    async startCounted(tenant, budgets, run) {
+      for (let tries = 0; tries <= budgets.length; tries += 1) {
+        // The counts and the run are stored together: a run that exists was counted once, a
         // duplicate (the run started already) takes nothing, and two nodes never both take the last.
         const written = await this.store.atomically([
-          { op: "update", collection: this.budgets, scope: tenant, filter: { id, runs: { $lt: limit } }, update: { $inc: { runs: 1 } } },
+          ...budgets.map(({ id, limit }: Budget) => ({
+            op: "update" as const,
+            collection: this.budgets,
+            scope: tenant,
+            filter: { id, runs: { $lt: limit } },
+            update: { $inc: { runs: 1 } },
+          })),
           { op: "insert", collection: this.runs, doc: run },
         ]);
-        if (written) return true;
-        if (await this.budgets.get(tenant, id)) return false;
-        // Not opened yet (a new minute), or pruned under a chain older than the retention period.
-        await this.openBudget(tenant, id, expiresAt);
+        if (written) return null;
+        for (const budget of budgets) {
+          const stored = await this.budgets.get(tenant, budget.id);
+          if (stored && stored.runs >= budget.limit) return budget;
+          // Not opened yet (a new minute), or pruned under a chain older than the retention period.
+          if (!stored) await this.openBudget(tenant, budget.id, budget.expiresAt);
+        }
       }
-      return false;
+      return budgets[0];
     },
 
     async pruneRuns(now, control) {
@@ -358,7 +388,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       logger: this.logger,
       allowPrivate: settings.webhookAllowPrivateTargets,
       retryBaseMs: settings.workflowRetryBaseMs,
-      maxActive: MAX_ACTIVE_RUNS,
+      maxActive: RUN_SHARES.total,
+      shares: RUN_SHARES,
       ended: ({ org_id, environment, data, created_at }) => {
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
         this.metrics.increment("runsFinished", { status: String(data.status) });

@@ -9,25 +9,33 @@ import { DAY_MS } from "../../shared/records/retention";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { MAX_CHAIN_DEPTH, newRun } from "./runs.logic";
-import type { RunsMethods, RunsVars } from "./runs.mixin";
+import type { Budget, RunsMethods, RunsVars } from "./runs.mixin";
 
 const SWEEP_MS = 500;
+const MINUTE_MS = 60_000;
 
 interface TriggersVars extends RunsVars {
   consumer: EventConsumer;
+  /** Environments whose RUN_STARTS_PER_MINUTE is spent, until when (epoch ms). */
+  startsSpent: Map<string, number>;
   sweeper: NodeJS.Timeout | undefined;
 }
 interface TriggersMethods extends RunsMethods {
   /** Starts the runs one tenant's events trigger; answers the events not done. */
   trigger(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
-  /** A run the budget refused: a warning, and once per chain the `workflow.chain_limited` event. */
-  chainLimited(tenant: Required<Tenant>, root: string, event: EventDoc, workflowId: string): Promise<void>;
+  /**
+   * A run its chain refused (`runs`: the chain's budget is spent; `depth`: MAX_CHAIN_DEPTH runs in
+   * a row led to the event): a warning, and once per chain the `workflow.chain_limited` event.
+   */
+  chainLimited(tenant: Required<Tenant>, root: string, event: EventDoc, workflowId: string, reason: "runs" | "depth"): Promise<void>;
+  /** RUN_STARTS_PER_MINUTE refused an event-started run: the environment's events wait for the next minute (logged once). */
+  startsRefused(tenant: Required<Tenant>, starts: Budget): void;
 }
 
 /**
  * The event trigger: stored events marked "untriggered" start the runs of the active workflows
  * listening for their type, within the chain's run budget. A mixin of the workflows service, after
- * the runs mixin (runs.service.ts), whose collections, engine and budgets it uses.
+ * the runs mixin (runs.mixin.ts), whose collections, engine and budgets it uses.
  */
 export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMethods, TriggersVars>> = {
   events: {
@@ -42,19 +50,21 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
   methods: {
     async trigger(tenant, events) {
       const incomplete = new Set<string>();
+      const now = Date.now();
+      // Budgets count by the platform's clock (a test's own in tests).
+      const minuteNow = this.settings.clock.now();
+      // This environment's RUN_STARTS_PER_MINUTE is spent: its events wait (marked, for the sweep) for the next minute.
+      const key = `${tenant.org_id}/${tenant.environment}`;
+      if ((this.startsSpent.get(key) ?? 0) > minuteNow) return new Set(events.map((e: EventDoc) => e.id));
+      this.startsSpent.delete(key);
       const started: string[] = [];
       const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
-      const now = Date.now();
+      const starts = this.startsBudget(tenant, minuteNow);
       await Promise.all(
         events.map(async (event: EventDoc) => {
-          const targets = listening
-            .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
-            // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
-            .filter(() => {
-              if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
-              this.logger.warn(`event ${event.id} (${event.type}) starts no run: ${MAX_CHAIN_DEPTH} event-started runs led to it`);
-              return false;
-            });
+          const targets = listening.filter(
+            (wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id,
+          );
           if (targets.length === 0) return;
           const root = event.chain_root ?? event.id;
           const budget = {
@@ -63,6 +73,11 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
             expiresAt: now + this.settings.config.eventRetentionDays * DAY_MS,
           };
           try {
+            // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs in a row.
+            if ((event.chain_depth ?? 0) >= MAX_CHAIN_DEPTH) {
+              await this.chainLimited(tenant, root, event, targets[0].id, "depth");
+              return;
+            }
             // A root event opens its chain's budget once; later links find it (or reopen it when pruned).
             if (event.chain_root === undefined) await this.openBudget(tenant, root, budget.expiresAt);
             await Promise.all(
@@ -80,8 +95,13 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
                   ),
                 };
                 try {
-                  if (await this.startCounted(tenant, budget, run)) started.push(run.id);
-                  else await this.chainLimited(tenant, root, event, wf.id);
+                  const spent = await this.startCounted(tenant, [budget, starts], run);
+                  if (spent === null) started.push(run.id);
+                  else if (spent === budget) await this.chainLimited(tenant, root, event, wf.id, "runs");
+                  else {
+                    incomplete.add(event.id);
+                    this.startsRefused(tenant, starts);
+                  }
                 } catch (err) {
                   // Started already (a sweep racing a wake-up); anything else: the sweep retries.
                   if (!isDuplicate(err)) incomplete.add(event.id);
@@ -93,14 +113,27 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
           }
         }),
       );
-      for (const id of started) this.engine.wake(id);
+      for (const id of started) this.engine.wake(id, tenant);
       return incomplete;
     },
 
-    async chainLimited(tenant, root, event, workflowId) {
-      const limit = QUOTAS.runs_per_event_chain;
+    startsRefused(tenant, starts) {
+      const key = `${tenant.org_id}/${tenant.environment}`;
+      const now = this.settings.clock.now();
+      const until = now - (now % MINUTE_MS) + MINUTE_MS;
+      if ((this.startsSpent.get(key) ?? 0) >= until) return;
+      this.startsSpent.set(key, until);
       this.logger.warn(
-        `event ${event.id} (${event.type}) does not start workflow ${workflowId}: its chain (root event ${root}) has started ${limit} runs, the most one event may set off`,
+        `org ${tenant.org_id} (${tenant.environment}): event-started runs wait for the next minute: ${starts.limit} runs were started this minute (RUN_STARTS_PER_MINUTE)`,
+      );
+    },
+
+    async chainLimited(tenant, root, event, workflowId, reason) {
+      const limit = reason === "runs" ? QUOTAS.runs_per_event_chain : MAX_CHAIN_DEPTH;
+      this.logger.warn(
+        reason === "runs"
+          ? `event ${event.id} (${event.type}) does not start workflow ${workflowId}: its chain (root event ${root}) has started ${limit} runs, the most one event may set off`
+          : `event ${event.id} (${event.type}) starts no run: ${limit} event-started runs in a row led to it (root event ${root})`,
       );
       // The trace, once per chain: the first refusal marks the budget and stores workflow.chain_limited with it.
       await this.outbox.recordWith(
@@ -116,7 +149,7 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
         {
           ...tenant,
           type: "workflow.chain_limited",
-          data: { root_event_id: root, event_id: event.id, workflow_id: workflowId, limit },
+          data: { root_event_id: root, event_id: event.id, workflow_id: workflowId, reason, limit },
           source: "workflows",
           chain_depth: event.chain_depth,
           chain_root: root,
@@ -126,6 +159,7 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
   },
 
   created() {
+    this.startsSpent = new Map();
     this.consumer = new EventConsumer(
       this.events,
       "untriggered_since",

@@ -256,6 +256,10 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
       }
       const bad = Object.keys(headers).find((h) => !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h));
       if (bad !== undefined) throw fault.error(formatPath([bad], "headers"), `${JSON.stringify(bad)} is not a valid header name`);
+      // The URL names the host; the engine sets the chain a request carries back to the platform.
+      const owned = Object.keys(headers).find((h) => ["host", "service-chain"].includes(h.toLowerCase()));
+      if (owned !== undefined)
+        throw fault.error(formatPath([owned], "headers"), `${JSON.stringify(owned)} is set by the platform, not by a step`);
       if (item.body !== undefined && jsonBytes(item.body) > STEP_VALUE_MAX_BYTES) {
         throw fault.error("body", `body is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
       }

@@ -45,8 +45,8 @@ type Ctx<P> = Context<P, CallMeta>;
 
 /**
  * Workflow definitions: a trigger and typed steps, versioned on every change. Their runs (the runs
- * API and the engine) and the event trigger are mixins of this service (runs.service.ts,
- * triggers.service.ts), so every action keeps its `workflows.` name. Mixins' lifecycle hooks run
+ * API and the engine) and the event trigger are mixins of this service (runs.mixin.ts,
+ * triggers.mixin.ts), so every action keeps its `workflows.` name. Mixins' lifecycle hooks run
  * from the last listed to the first (stopped: the other way): the store is acquired before the runs
  * mixin's `created` and released after it has stopped the engine.
  */

@@ -10,8 +10,8 @@ import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 
 /**
  * A count of runs started against a limit: the budget of one chain of event-started runs (under the
- * id of the event that began it), or the runs started through the API in one minute of one
- * environment (`starts/<org>/<environment>/<minute>`).
+ * id of the event that began it), or the runs started in one minute of one environment, however
+ * they were started (`starts/<org>/<environment>/<minute>`).
  */
 export interface BudgetDoc extends Doc {
   environment: Environment;
@@ -23,10 +23,10 @@ export interface BudgetDoc extends Doc {
 }
 
 /**
- * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of API starts per
- * minute), run counts and the secrets its http steps use are the workflows service's, with the outbox of its own events; the event
- * log is read (for triggers) and written by the events service. One declaration for the service and
- * its mixins (runs.service.ts, triggers.service.ts).
+ * Workflows, runs, run budgets (of event chains: QUOTAS.runs_per_event_chain, and of starts per
+ * minute), run counts and the secrets its http steps use are the workflows service's, with the
+ * outbox of its own events; the event log is read (for triggers) and written by the events
+ * service. One declaration for the service and its mixins (runs.mixin.ts, triggers.mixin.ts).
  */
 export const STORE = declareStore({
   owns: {
@@ -51,8 +51,11 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: 1 } },
       { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: 1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
-      // Only runs the engine has work on carry `due_at`: the claim index stays small.
-      { fields: { due_at: 1 }, sparse: true },
+      // Only runs the engine has work on carry `due_at`: the index that finds which tenants have
+      // work stays small, and holds their tenant fields (read without the documents).
+      { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },
+      // A tenant's most overdue run, claimed in its turn (tenant-slots.ts).
+      { fields: { org_id: 1, environment: 1, due_at: 1 } },
       // Runs by status across tenants, for the metrics' bounded counts (unfinished ones only are counted).
       { fields: { status: 1, due_at: 1 } },
       ...RUN_RETENTION_INDEXES,

@@ -1,3 +1,4 @@
+import type { Chain } from "../records/chain";
 import type { Context } from "moleculer";
 import { ApiError } from "../errors";
 import type { Environment, Tenant } from "../storage/types";
@@ -19,6 +20,8 @@ export interface CallMeta {
   request_id?: string;
   /** The client's W3C traceparent, when valid (shared/runtime/trace.ts). */
   traceparent?: string;
+  /** The chain of event-started runs the request comes from (shared/records/chain.ts). */
+  chain?: Chain;
 }
 
 export function callerOf(ctx: Context<unknown, CallMeta>): Caller {

@@ -22,7 +22,7 @@ export const SYSTEM_EVENT_TYPES = {
   "api_key.revoked": "An API key was revoked: key_id, name, revoked_at, revoked_by (key_id and key_name of the key that revoked it)",
   "webhook.disabled": "A webhook was disabled after repeated failed deliveries: webhook_id, reason",
   "workflow.chain_limited":
-    "A chain of event-started runs used its budget, and an event's run was not started (once per chain): root_event_id, event_id, workflow_id, limit",
+    "A chain of event-started runs was stopped, and an event's run was not started (once per chain): root_event_id, event_id, workflow_id, reason (runs: the chain started `limit` runs; depth: `limit` event-started runs in a row led to the event), limit",
   "approval.decided":
     "An approval step was decided: workflow_id, run_id, step_id, decision (approved or rejected), comment, decided_by, decided_at",
   "workflow.deleted": "A workflow was deleted (its runs not ended are cancelled): workflow_id, name, deleted_at, deleted_by",
