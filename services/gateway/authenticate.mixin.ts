@@ -7,6 +7,7 @@ import { LATEST_VERSION, resolveVersion } from "../../shared/api/versions";
 import { hasBody } from "./body";
 import type { GatewayPart } from "./gateway.types";
 import { toHttpError } from "./http-errors";
+import { addressKey } from "./request.logic";
 
 /** Far longer than any key (API_KEY_PATTERN, shared/api/identity.ts): refused without asking the auth service. */
 const MAX_TOKEN_LENGTH = 200;
@@ -20,7 +21,7 @@ export const AuthenticateMixin: GatewayPart = {
     async authenticate(req, x) {
       // An address whose requests were refused 401 a key's budget of times this window waits for the
       // next one: unknown keys cost a lookup each.
-      const failures = this.failedAuthLimiter.check(x.address);
+      const failures = this.failedAuthLimiter.check(x.addressBudget);
       if (!failures.allowed) {
         x.rate = failures;
         throw new ApiError("rate_limited", "Too many requests without a valid API key from this address; slow down", {
@@ -43,7 +44,7 @@ export const AuthenticateMixin: GatewayPart = {
           throw new ApiError("api_key_expired", `This API key expired at ${identity.expires_at}`);
         }
       } catch (err) {
-        if (toHttpError(err).status === 401) this.failedAuthLimiter.hit(x.address);
+        if (toHttpError(err).status === 401) this.failedAuthLimiter.hit(x.addressBudget);
         throw err;
       }
       const now = Date.now();
@@ -75,13 +76,15 @@ export const AuthenticateMixin: GatewayPart = {
       // A client's own request id is kept when well-formed (REQUEST_ID_PATTERN); anything else gets ours.
       const given = req.headers["x-request-id"];
       const traceparent = validTraceparent(req.headers.traceparent);
+      const address = this.clientAddress(req);
       return {
         requestId: typeof given === "string" && REQUEST_ID_PATTERN.test(given) ? given : newId("req"),
         ...(traceparent && { traceparent }),
         version: LATEST_VERSION,
         start: performance.now(),
         method: req.method ?? "GET",
-        address: this.clientAddress(req),
+        address,
+        addressBudget: addressKey(address),
         unreadBody: hasBody(req),
       };
     },

@@ -25,8 +25,10 @@ export interface Exchange {
   /** performance.now() when the request came in. */
   start: number;
   method: string;
-  /** The client's budget key: its address (the socket's, or X-Forwarded-For's last with TRUST_PROXY), an IPv6 one cut to its /64. */
+  /** The client's address: the socket's, or X-Forwarded-For's last with TRUST_PROXY. */
   address: string;
+  /** The key of the address's budgets: an IPv6 address's /64 (request.logic.ts addressKey). */
+  addressBudget: string;
   /** The request sent a body that was not read (whole): the answer closes the connection. */
   unreadBody: boolean;
   /** The matched route's template, for metering. */

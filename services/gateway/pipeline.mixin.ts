@@ -9,6 +9,7 @@ import { isDashboardPath } from "./dashboard";
 import { Replay, type GatewayPart } from "./gateway.types";
 import { toHttpError } from "./http-errors";
 import { fingerprintOf } from "./idempotency";
+import { inputOf } from "./request.logic";
 import { locationOf, matchRoute, type RouteDef } from "./routes";
 
 /**
@@ -36,6 +37,21 @@ export const PipelineMixin: GatewayPart = {
       }
     },
 
+    paramNamesOf(action) {
+      const cached = this.paramNames.get(action);
+      if (cached !== undefined) return cached;
+      // Every node's registry holds each action's params schema (remote ones too): read once per
+      // action, again after the services change.
+      const list = this.broker.registry.getActionEndpoints(action) as
+        { endpoints?: { action?: { params?: Record<string, unknown> } }[] } | undefined;
+      const endpoint = list?.endpoints?.[0];
+      if (!endpoint) return null;
+      const params = endpoint.action?.params;
+      const names = params?.$$strict === true ? new Set(Object.keys(params).filter((name) => !name.startsWith("$$"))) : null;
+      this.paramNames.set(action, names);
+      return names;
+    },
+
     async serveDashboard(req, res, path) {
       const x = this.exchangeOf(req);
       try {
@@ -51,7 +67,7 @@ export const PipelineMixin: GatewayPart = {
 
     async handle(req, x, path, search, res) {
       // Every request spends its address's budget first, before it costs anything else.
-      const byAddress = this.addressLimiter.hit(x.address);
+      const byAddress = this.addressLimiter.hit(x.addressBudget);
       if (!byAddress.allowed) {
         x.rate = byAddress;
         throw new ApiError("rate_limited", "Too many requests from this address; slow down", { retry_after: byAddress.reset });
@@ -90,12 +106,6 @@ export const PipelineMixin: GatewayPart = {
       }
       const body = await readJsonBody(req, this.bodyTimeoutMs - (performance.now() - x.start));
       x.unreadBody = false;
-      // Path parameters win over body and query ones of the same name: refuse the clash, never hide it.
-      for (const name of Object.keys(match.params)) {
-        if ((body && name in body) || name in query) {
-          throw new ApiError("parameter_unknown", `Received unknown parameter: ${name} (it is part of the path)`, { param: name });
-        }
-      }
       // A replay is bound to the calling key (its fingerprint holds it), after authentication and the
       // scope: another key reusing an Idempotency-Key is refused (409), never given the first answer.
       const idemKey = req.headers["idempotency-key"];
@@ -106,6 +116,8 @@ export const PipelineMixin: GatewayPart = {
         x.idempotency = { id: begun.id, tenant };
       }
 
+      // After the replay check, so that a refusal here is stored and replayed as the validator's would be.
+      const input = inputOf(route.method, body, query, match.params, this.paramNamesOf(route.action));
       const meta: CallMeta = {
         auth: caller,
         api_version: x.version,
@@ -113,11 +125,10 @@ export const PipelineMixin: GatewayPart = {
         ...(x.traceparent && { traceparent: x.traceparent }),
       };
       // Reads are safe to repeat: one that meets a dead node is retried on another (cluster only).
-      const data = await this.broker.call<any, Record<string, unknown>>(
-        route.action,
-        { ...body, ...query, ...match.params },
-        { meta, ...(route.method === "GET" && { retries: 2 }) },
-      );
+      const data = await this.broker.call<any, Record<string, unknown>>(route.action, input, {
+        meta,
+        ...(route.method === "GET" && { retries: 2 }),
+      });
       // A request whose key was revoked while it ran is refused, whatever it did (its change, done, is audited).
       const revoked = this.identities.wasRevoked(caller.key_id);
       const status = route.status ?? 200;
