@@ -25,7 +25,8 @@ const tooLarge = () => new ApiError("payload_too_large", `The request body is ov
  * bodies over 1 MiB (413, without reading them whole), anything but a JSON object (400
  * `invalid_json`), and, naming the field (400 `parameter_invalid`), objects and arrays nested more
  * than MAX_JSON_DEPTH levels deep (the body is level 1), objects of more than MAX_JSON_OBJECT_KEYS
- * keys, bodies of more than MAX_JSON_KEYS keys or MAX_JSON_ITEMS array items in all, and strings or keys that are not
+ * keys, bodies of more than MAX_JSON_KEYS keys or MAX_JSON_ITEMS array items in all, numbers a
+ * double does not hold exactly (`1e400`, `9007199254740993`, `-0`), and strings or keys that are not
  * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). The limits are checked on
  * the text, before anything is built. See shared/api/json-limits.ts.
  * A body not all received within `timeoutMs` answers 408 `request_timeout` (the caller closes the
@@ -108,6 +109,12 @@ function faultError(fault: JsonFault): ApiError {
         "parameter_invalid",
         `The request body holds more than ${MAX_JSON_ITEMS} array items in all (its arrays' items at every level together)`,
         named,
+      );
+    case "inexact_number":
+      return new ApiError(
+        "parameter_invalid",
+        `${param} is a number the store cannot hold exactly (past the range or precision of a 64-bit double, or a negative zero); send it as a string`,
+        { param },
       );
     case "not_well_formed":
       return new ApiError(

@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import type { CallMeta } from "../../shared/api/context";
-import { checkPageNumbers } from "../../shared/api/pagination";
+import { checkPageNumbers, checkPagingMode } from "../../shared/api/pagination";
 import { grants } from "../../shared/api/scopes";
 import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { readJsonBody } from "./body";
@@ -99,6 +99,7 @@ export const PipelineMixin: GatewayPart = {
       }
       const query = search === null ? {} : (parseQuery(search) as Record<string, unknown>);
       checkPageNumbers(query);
+      checkPagingMode(query);
       // A stream (GET /listen) writes its own answer: `send` then finds the headers sent.
       if (route.stream) {
         await this.openStream(req, res, caller, x.requestId, query);

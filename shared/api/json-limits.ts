@@ -13,6 +13,10 @@
  * the event loop that answers every other request: a 1 MiB body holds about 75,000 keys or 350,000
  * empty objects. The count is made on the text, before JSON.parse builds anything.
  *
+ * Numbers (request bodies only): each must be a number a double holds exactly, as the stores keep
+ * it: `1e400` (Infinity, stored as null), `9007199254740993` (2^53 + 1, stored as ...992),
+ * `1e-400` (0) and `-0` (0) would change silently, and are refused instead.
+ *
  * Text: every string, keys included, must be well-formed Unicode. JSON can carry lone UTF-16
  * surrogates as escapes (`"\ud800"`), which no UTF-8 store or receiver can hold as they are.
  *
@@ -27,12 +31,13 @@ export const MAX_JSON_KEYS = 10_000;
 /** Items of all the arrays in a request body together. */
 export const MAX_JSON_ITEMS = 50_000;
 
-/** What a text is held to: nesting, and (optionally) keys per object and in all, and array items in all. */
+/** What a text is held to: nesting, and (optionally) keys per object and in all, array items in all, exact numbers. */
 export interface JsonLimits {
   depth: number;
   objectKeys?: number;
   keys?: number;
   items?: number;
+  exactNumbers?: boolean;
 }
 
 /** The limits of a request body. */
@@ -41,12 +46,19 @@ export const BODY_LIMITS: JsonLimits = {
   objectKeys: MAX_JSON_OBJECT_KEYS,
   keys: MAX_JSON_KEYS,
   items: MAX_JSON_ITEMS,
+  exactNumbers: true,
 };
 
 const limitsOf = (limits: number | JsonLimits): Required<JsonLimits> =>
   typeof limits === "number"
-    ? { depth: limits, objectKeys: Infinity, keys: Infinity, items: Infinity }
-    : { depth: limits.depth, objectKeys: limits.objectKeys ?? Infinity, keys: limits.keys ?? Infinity, items: limits.items ?? Infinity };
+    ? { depth: limits, objectKeys: Infinity, keys: Infinity, items: Infinity, exactNumbers: false }
+    : {
+        depth: limits.depth,
+        objectKeys: limits.objectKeys ?? Infinity,
+        keys: limits.keys ?? Infinity,
+        items: limits.items ?? Infinity,
+        exactNumbers: limits.exactNumbers ?? false,
+      };
 
 /** One step of a path: an object's key or an array's index. */
 export type PathSegment = string | number;
@@ -54,11 +66,11 @@ export type PathSegment = string | number;
 /**
  * Where a value breaks a limit. `too_wide`: the object at `path` has too many keys; `too_many_keys`:
  * the body has too many in all, the limit crossed in the object at `path`; `too_many_items`: as
- * many, of array items, crossed in the array at `path`. `key` when it is the key of the member at
- * `path` that is ill-formed.
+ * many, of array items, crossed in the array at `path`; `inexact_number`: the number at `path` is
+ * not one a double holds exactly. `key` when it is the key of the member at `path` that is ill-formed.
  */
 export type JsonFault = {
-  kind: "too_deep" | "not_well_formed" | "too_wide" | "too_many_keys" | "too_many_items";
+  kind: "too_deep" | "not_well_formed" | "too_wide" | "too_many_keys" | "too_many_items" | "inexact_number";
   path: PathSegment[];
   key?: true;
 };
@@ -109,7 +121,7 @@ export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boo
  * at its colon). Lenient in the same way, and allocation-free but for a counter per level.
  */
 export function exceedsLimits(text: string, limits: Required<JsonLimits>): boolean {
-  const { depth: max, objectKeys, keys, items } = limits;
+  const { depth: max, objectKeys, keys, items, exactNumbers } = limits;
   const counting = objectKeys !== Infinity || keys !== Infinity || items !== Infinity;
   // Keys so far of the object open at each level (levels past `max` are refused before they count).
   const members = counting ? new Int32Array(max + 2) : null;
@@ -145,9 +157,63 @@ export function exceedsLimits(text: string, limits: Required<JsonLimits>): boole
       if (++members[depth] > objectKeys || ++total > keys) return true;
     } else if (c === 0x2c /* , */ && arrays && arrays[depth] === 1) {
       if (++itemCount > items) return true;
+    } else if (exactNumbers && (c === 0x2d /* - */ || isDigit(c))) {
+      let end = i + 1;
+      while (end < n && isNumberChar(text.charCodeAt(end))) end++;
+      if (!isExactNumber(text, i, end)) return true;
+      i = end - 1;
     }
   }
   return false;
+}
+
+const isNumberChar = (c: number) => isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
+
+/**
+ * A decimal number's value as `[-]digits e exponent`, digits without leading or trailing zeros (zero
+ * as `0` or `-0`): two texts of the same value give the same key (`1.50`, `15e-1` and `0.15e1`).
+ */
+export function decimalKey(text: string): string {
+  const negative = text.charCodeAt(0) === 0x2d;
+  const e = text.search(/[eE]/);
+  const mantissa = text.slice(negative ? 1 : 0, e < 0 ? text.length : e);
+  const dot = mantissa.indexOf(".");
+  const fraction = dot < 0 ? "" : mantissa.slice(dot + 1);
+  let digits = (dot < 0 ? mantissa : mantissa.slice(0, dot)) + fraction;
+  let exponent = (e < 0 ? 0 : Number(text.slice(e + 1))) - fraction.length;
+  let start = 0;
+  while (start < digits.length && digits.charCodeAt(start) === 0x30) start++;
+  let end = digits.length;
+  while (end > start && digits.charCodeAt(end - 1) === 0x30) end--;
+  if (start === end) return negative ? "-0" : "0";
+  exponent += digits.length - end;
+  digits = digits.slice(start, end);
+  return `${negative ? "-" : ""}${digits}e${exponent}`;
+}
+
+/**
+ * Whether the number token text[start, end) is one a double holds exactly: JSON.parse, then
+ * JSON.stringify, gives back the same value (and it is not a negative zero). Most tokens are passed at a glance (up to 15
+ * significant digits, no exponent, not a negative zero); the rest are compared by value.
+ */
+export function isExactNumber(text: string, start: number, end: number): boolean {
+  let digits = 0;
+  let plain = true;
+  let leading = true;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x65 || c === 0x45) plain = false;
+    else if (isDigit(c) && !(leading && c === 0x30)) {
+      digits++;
+      leading = false;
+    }
+  }
+  if (plain && digits <= 15 && !(text.charCodeAt(start) === 0x2d && digits === 0)) return true;
+  const token = text.slice(start, end);
+  const value = Number(token);
+  // A negative zero is stored (and written back) as 0.
+  if (!Number.isFinite(value) || Object.is(value, -0)) return false;
+  return decimalKey(token) === decimalKey(String(value));
 }
 
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -210,7 +276,7 @@ export function scanJson(
   text: string,
   limits: number | JsonLimits = MAX_JSON_DEPTH,
 ): { valid: false } | { valid: true; tooDeep: PathSegment[] | null; fault: JsonFault | null } {
-  const { depth: max, objectKeys, keys, items } = limitsOf(limits);
+  const { depth: max, objectKeys, keys, items, exactNumbers } = limitsOf(limits);
   const n = text.length;
   // Per open container: is it an array (1) or an object (0). Each takes at least a character.
   const arrays = new Uint8Array(n + 1);
@@ -287,8 +353,12 @@ export function scanJson(
       }
       let end: number;
       if (c === 0x22) end = skipString(text, i);
-      else if (c === 0x2d || isDigit(c)) end = skipNumber(text, i);
-      else if (text.startsWith("true", i)) end = i + 4;
+      else if (c === 0x2d || isDigit(c)) {
+        end = skipNumber(text, i);
+        if (exactNumbers && end > 0 && fault === null && depth <= max && !isExactNumber(text, i, end)) {
+          fault = { kind: "inexact_number", path: pathAt(depth) };
+        }
+      } else if (text.startsWith("true", i)) end = i + 4;
       else if (text.startsWith("false", i)) end = i + 5;
       else if (text.startsWith("null", i)) end = i + 4;
       else end = -1;
@@ -462,5 +532,6 @@ export function describeJsonFault(fault: JsonFault, root = "", max: number = MAX
   if (fault.kind === "too_wide") return `an object with more than ${MAX_JSON_OBJECT_KEYS} keys (at ${where})`;
   if (fault.kind === "too_many_keys") return `more than ${MAX_JSON_KEYS} keys in all (crossed at ${where})`;
   if (fault.kind === "too_many_items") return `more than ${MAX_JSON_ITEMS} array items in all (crossed at ${where})`;
+  if (fault.kind === "inexact_number") return `a number no double holds exactly (at ${where})`;
   return `not well-formed Unicode: ${fault.key ? "a key" : "a string"} holds a lone UTF-16 surrogate (at ${where})`;
 }

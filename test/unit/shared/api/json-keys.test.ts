@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import {
   BODY_LIMITS,
+  decimalKey,
   MAX_JSON_DEPTH,
   MAX_JSON_ITEMS,
   MAX_JSON_KEYS,
@@ -97,5 +98,64 @@ describe("key limits of request bodies", () => {
         if (!over && checked.ok === false) expect(checked.kind).toBe("too_deep");
       }),
     );
+  });
+});
+
+describe("exact numbers in request bodies", () => {
+  const check = (n: string) => parseJsonWithinLimits(`{"a":[1,{"b":${n}}]}`, BODY_LIMITS);
+
+  it("refuses numbers that would change when stored, naming them", () => {
+    for (const n of [
+      "1e400",
+      "-1e400",
+      "9007199254740993",
+      "-9007199254740993",
+      "1e-400",
+      "-0",
+      "-0.0",
+      "-0e3",
+      "0.1000000000000000000001",
+    ]) {
+      expect(check(n)).toEqual({ ok: false, kind: "inexact_number", path: ["a", 1, "b"] });
+    }
+  });
+
+  it("takes numbers a double holds exactly, however they are written", () => {
+    for (const n of [
+      "0",
+      "0.0",
+      "-1",
+      "9007199254740992",
+      "9007199254740994",
+      "1e21",
+      "1E+21",
+      "1.5e-7",
+      "0.1",
+      "1.10",
+      "123456789012345680e3",
+      "5e-324",
+      "1.7976931348623157e308",
+    ]) {
+      expect(check(n)).toMatchObject({ ok: true });
+    }
+  });
+
+  it("agrees with a round trip through JSON for any double and any integer below 2^66", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.bigInt({ min: -(2n ** 66n), max: 2n ** 66n })), (v) => {
+        const text = typeof v === "bigint" ? v.toString() : Object.is(v, -0) ? "-0" : JSON.stringify(v);
+        // What a store gives back: the text again (integers below 1e21 are written in digits), or not.
+        const exact = typeof v === "bigint" ? BigInt(JSON.stringify(JSON.parse(text))) === v : !Object.is(v, -0);
+        expect(check(text).ok).toBe(exact);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it("compares decimals by value", () => {
+    expect(decimalKey("1.50")).toBe(decimalKey("15e-1"));
+    expect(decimalKey("0.15e1")).toBe(decimalKey("1.5"));
+    expect(decimalKey("100")).toBe("1e2");
+    expect(decimalKey("-0.000")).toBe("-0");
   });
 });
