@@ -487,8 +487,8 @@ describe("keys", () => {
  * /health requests measured while bodies arrive. No latency is held to a fixed number (the machine
  * is shared): the worst shapes are compared with a baseline measured in the same test, flat bodies
  * of the same size refused on the same path (event data over 64 KiB). A reader that froze on deep
- * shapes (nedb's took seconds at 24 levels) would be orders of magnitude past it; the bound leaves
- * room for the extra scans the checks make.
+ * shapes would be orders of magnitude past it; the bound leaves room for the extra scans the checks
+ * make.
  */
 const HEALTH_SAMPLES = 150;
 
