@@ -5,7 +5,7 @@ import { MAX_COUNTED } from "../shared/api/pagination";
 import { QUOTAS } from "../shared/records/quotas";
 import { idOf, REQUEST_COMPONENTS, REQUEST_ID, REQUEST_RULES, RESOURCES } from "../shared/api/schemas";
 import { SCOPES } from "../shared/api/scopes";
-import { API_VERSIONS, LATEST_VERSION } from "../shared/api/versions";
+import { API_VERSIONS, LATEST_VERSION, SERVICE_VERSION_PATTERN } from "../shared/api/versions";
 import { matchRoute } from "../services/gateway/routes";
 import { AUDIT_FILTERS } from "../services/orgs/orgs.logic";
 
@@ -118,13 +118,15 @@ const tagOf = (route: RouteDef) => TAGS[route.path.split("/")[1]].name;
 const schemaRef = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const header = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
-/** The list parameters, the same on every list. */
+/** The list parameters, the same on every list, and the analytics window's. */
 const QUERY_DOCS: Record<string, string> = {
   page: `Offset paging: the page, from 1 (page × per_page ≤ ${MAX_COUNTED}). Offsets drift when items are added between reads; cursors do not`,
-  per_page: "Offset paging: items per page",
+  per_page: "Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400)",
   limit: "Cursor paging: items per page (with starting_after or ending_before, or alone for the first page)",
   starting_after: "Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more",
   ending_before: "Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more",
+  from: "The window's start, an ISO 8601 date or time with a zone (from ≤ t < to); from must be before to (from after to, or equal, is a 400), and the window at most 90 days",
+  to: "The window's end, an ISO 8601 date or time with a zone (from ≤ t < to); defaults to now; to must be after from",
 };
 
 /** Statuses every error answer may take, with what causes them (each answers the Error schema). */
@@ -317,8 +319,8 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
           name: "Service-Version",
           in: "header",
           required: false,
-          description: "The API version to answer under (a date); defaults to the organization's pinned version",
-          schema: { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}$", examples: [LATEST_VERSION] },
+          description: `The API version to answer under: a calendar date as YYYY-MM-DD, on or after ${API_VERSIONS[0]} (the latest version on or before it answers); defaults to the organization's pinned version`,
+          schema: { type: "string", pattern: SERVICE_VERSION_PATTERN, examples: [LATEST_VERSION] },
         },
         IdempotencyKey: {
           name: "Idempotency-Key",

@@ -39,7 +39,9 @@ export const nowIso = (): string => new Date().toISOString();
  * The lowest id with that prefix made at `ms` (ms since the epoch): ids are time-ordered, so a range
  * of creation times is a range of ids, read along the index every list has on `id`.
  */
-export const idFloorAt = (prefix: IdPrefix, ms: number): string => `${prefix}_${encodeTime(ms, 10).toLowerCase()}${"0".repeat(16)}`;
+export const idFloorAt = (prefix: IdPrefix, ms: number): string =>
+  // No id is made before 1970: a time before it is a floor below every id (ULIDs cannot encode it).
+  `${prefix}_${encodeTime(Math.max(0, ms), 10).toLowerCase()}${"0".repeat(16)}`;
 
 /** The time (ms) an id of newId was made at: what a time range of ids (idFloorAt) compares. */
 export const timeOfId = (id: string): number => decodeTime(id.slice(id.indexOf("_") + 1).toUpperCase());

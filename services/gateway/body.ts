@@ -1,6 +1,15 @@
 import type { IncomingMessage } from "node:http";
 import { ApiError } from "../../shared/errors";
-import { formatPath, MAX_JSON_DEPTH, parseJsonWithinLimits } from "../../shared/api/json-limits";
+import {
+  BODY_LIMITS,
+  formatPath,
+  MAX_JSON_DEPTH,
+  MAX_JSON_ITEMS,
+  MAX_JSON_KEYS,
+  MAX_JSON_OBJECT_KEYS,
+  parseJsonWithinLimits,
+  type JsonFault,
+} from "../../shared/api/json-limits";
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -15,8 +24,11 @@ const tooLarge = () => new ApiError("payload_too_large", `The request body is ov
  * The request's JSON object, or undefined when it sent no body. Refuses other media types (415),
  * bodies over 1 MiB (413, without reading them whole), anything but a JSON object (400
  * `invalid_json`), and, naming the field (400 `parameter_invalid`), objects and arrays nested more
- * than MAX_JSON_DEPTH levels deep (the body is level 1) and strings or keys that are not
- * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). See shared/api/json-limits.ts.
+ * than MAX_JSON_DEPTH levels deep (the body is level 1), objects of more than MAX_JSON_OBJECT_KEYS
+ * keys, bodies of more than MAX_JSON_KEYS keys or MAX_JSON_ITEMS array items in all, numbers a
+ * double does not hold exactly (`1e400`, `9007199254740993`, `-0`), and strings or keys that are not
+ * well-formed Unicode (lone UTF-16 surrogates sent as `\ud800` escapes). The limits are checked on
+ * the text, before anything is built. See shared/api/json-limits.ts.
  * A body not all received within `timeoutMs` answers 408 `request_timeout` (the caller closes the
  * connection): a slow sender holds a socket for that long at most.
  */
@@ -56,21 +68,59 @@ export async function readJsonBody(req: IncomingMessage, timeoutMs: number): Pro
     });
   });
   const text = raw.toString("utf8");
-  const checked = parseJsonWithinLimits(text);
+  const checked = parseJsonWithinLimits(text, BODY_LIMITS);
   if (!checked.ok && checked.kind === "invalid_json") throw new ApiError("invalid_json", "The request body is not valid JSON");
   const parsed = checked.ok ? checked.value : undefined;
-  // (A valid body refused for its nesting or its text comes without its value: its first
-  // character says whether it is an object.)
+  // (A valid body refused for its shape or its text comes without its value: its first character
+  // says whether it is an object.)
   if (checked.ok ? typeof parsed !== "object" || parsed === null || Array.isArray(parsed) : !/^[ \t\n\r]*\{/.test(text)) {
     throw new ApiError("invalid_json", "The request body must be a JSON object");
   }
-  if (!checked.ok) {
-    const param = formatPath(checked.path);
-    const message =
-      checked.kind === "too_deep"
-        ? `${param} is nested too deep: request bodies may nest objects and arrays ${MAX_JSON_DEPTH} levels deep (the body itself is level 1)`
-        : `${checked.key ? `The key of ${param}` : param} is not well-formed Unicode: it holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair)`;
-    throw new ApiError("parameter_invalid", message, { param });
-  }
+  if (!checked.ok) throw faultError(checked);
   return parsed as Record<string, unknown>;
+}
+
+/** A body's fault as the contract's error, naming where it is (the body itself has no name). */
+function faultError(fault: JsonFault): ApiError {
+  const param = formatPath(fault.path);
+  const subject = param === "" ? "The request body" : param;
+  const named = param === "" ? {} : { param };
+  switch (fault.kind) {
+    case "too_deep":
+      return new ApiError(
+        "parameter_invalid",
+        `${param} is nested too deep: request bodies may nest objects and arrays ${MAX_JSON_DEPTH} levels deep (the body itself is level 1)`,
+        { param },
+      );
+    case "too_wide":
+      return new ApiError(
+        "parameter_invalid",
+        `${subject} has more than ${MAX_JSON_OBJECT_KEYS} keys: an object in a request body holds at most ${MAX_JSON_OBJECT_KEYS}`,
+        named,
+      );
+    case "too_many_keys":
+      return new ApiError(
+        "parameter_invalid",
+        `The request body holds more than ${MAX_JSON_KEYS} keys in all (its objects' keys at every level together)`,
+        named,
+      );
+    case "too_many_items":
+      return new ApiError(
+        "parameter_invalid",
+        `The request body holds more than ${MAX_JSON_ITEMS} array items in all (its arrays' items at every level together)`,
+        named,
+      );
+    case "inexact_number":
+      return new ApiError(
+        "parameter_invalid",
+        `${param} is a number the store cannot hold exactly (past the range or precision of a 64-bit double, or a negative zero); send it as a string`,
+        { param },
+      );
+    case "not_well_formed":
+      return new ApiError(
+        "parameter_invalid",
+        `${fault.key ? `The key of ${param}` : param} is not well-formed Unicode: it holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair)`,
+        { param },
+      );
+  }
 }

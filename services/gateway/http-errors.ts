@@ -1,4 +1,5 @@
 import { echo, ERROR_CODES, isErrorCode, type ErrorCode } from "../../shared/errors";
+import { unknownParameters } from "./request.logic";
 
 export interface HttpError {
   status: number;
@@ -142,10 +143,12 @@ export function validationMessage(f: ValidationFailure): string {
 function fromValidation(data: unknown): HttpError {
   const first = (Array.isArray(data) ? data[0] : undefined) as ValidationFailure | undefined;
   if (first?.type === "objectStrict") {
-    const param = String(first.actual ?? "")
-      .split(",")[0]
-      .trim();
-    return { status: 400, code: "parameter_unknown", message: `Received unknown parameter: ${first.actual}`, param };
+    // The validator lists every unknown key, comma-separated: the message names a few.
+    const names = String(first.actual ?? "")
+      .split(",")
+      .map((name) => name.trim());
+    const { message } = unknownParameters(names);
+    return { status: 400, code: "parameter_unknown", message, param: names[0] };
   }
   const param = first?.field || undefined;
   const code: ErrorCode = first?.type === "required" && first.actual !== null ? "parameter_missing" : "parameter_invalid";

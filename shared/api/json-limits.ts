@@ -7,20 +7,73 @@
  * more than MAX_JSON_DEPTH levels is refused, naming the path of the first object or array (in the
  * order of the text) that sits at level MAX_JSON_DEPTH + 1.
  *
+ * Keys and items (request bodies only): at most MAX_JSON_OBJECT_KEYS keys in one object,
+ * MAX_JSON_KEYS in all the objects of a body, and MAX_JSON_ITEMS items in all its arrays. Building,
+ * copying, validating and echoing a value costs time in proportion to what it holds, all of it on
+ * the event loop that answers every other request: a 1 MiB body holds about 75,000 keys or 350,000
+ * empty objects. The count is made on the text, before JSON.parse builds anything.
+ *
+ * Numbers (request bodies only): each must be a number a double holds exactly, as the stores keep
+ * it: `1e400` (Infinity, stored as null), `9007199254740993` (2^53 + 1, stored as ...992),
+ * `1e-400` (0) and `-0` (0) would change silently, and are refused instead.
+ *
  * Text: every string, keys included, must be well-formed Unicode. JSON can carry lone UTF-16
  * surrogates as escapes (`"\ud800"`), which no UTF-8 store or receiver can hold as they are.
  *
  * Every check here is a loop over an explicit stack, never recursion: a client decides how deep its
- * JSON is, and no value it sends may exhaust the call stack or hold the event loop for long (the
- * nesting is counted on the text before JSON.parse builds anything).
+ * JSON is, and no value it sends may exhaust the call stack or hold the event loop for long.
  */
 export const MAX_JSON_DEPTH = 32;
+/** Keys of one object in a request body. */
+export const MAX_JSON_OBJECT_KEYS = 1_000;
+/** Keys of all the objects in a request body together. */
+export const MAX_JSON_KEYS = 10_000;
+/** Items of all the arrays in a request body together. */
+export const MAX_JSON_ITEMS = 50_000;
+
+/** What a text is held to: nesting, and (optionally) keys per object and in all, array items in all, exact numbers. */
+export interface JsonLimits {
+  depth: number;
+  objectKeys?: number;
+  keys?: number;
+  items?: number;
+  exactNumbers?: boolean;
+}
+
+/** The limits of a request body. */
+export const BODY_LIMITS: JsonLimits = {
+  depth: MAX_JSON_DEPTH,
+  objectKeys: MAX_JSON_OBJECT_KEYS,
+  keys: MAX_JSON_KEYS,
+  items: MAX_JSON_ITEMS,
+  exactNumbers: true,
+};
+
+const limitsOf = (limits: number | JsonLimits): Required<JsonLimits> =>
+  typeof limits === "number"
+    ? { depth: limits, objectKeys: Infinity, keys: Infinity, items: Infinity, exactNumbers: false }
+    : {
+        depth: limits.depth,
+        objectKeys: limits.objectKeys ?? Infinity,
+        keys: limits.keys ?? Infinity,
+        items: limits.items ?? Infinity,
+        exactNumbers: limits.exactNumbers ?? false,
+      };
 
 /** One step of a path: an object's key or an array's index. */
 export type PathSegment = string | number;
 
-/** Where a value breaks a limit; `key` when it is the key of the member at `path` that is ill-formed. */
-export type JsonFault = { kind: "too_deep" | "not_well_formed"; path: PathSegment[]; key?: true };
+/**
+ * Where a value breaks a limit. `too_wide`: the object at `path` has too many keys; `too_many_keys`:
+ * the body has too many in all, the limit crossed in the object at `path`; `too_many_items`: as
+ * many, of array items, crossed in the array at `path`; `inexact_number`: the number at `path` is
+ * not one a double holds exactly. `key` when it is the key of the member at `path` that is ill-formed.
+ */
+export type JsonFault = {
+  kind: "too_deep" | "not_well_formed" | "too_wide" | "too_many_keys" | "too_many_items" | "inexact_number";
+  path: PathSegment[];
+  key?: true;
+};
 
 export type JsonCheck = { ok: true; value: unknown } | { ok: false; kind: "invalid_json" } | ({ ok: false } & JsonFault);
 
@@ -60,6 +113,23 @@ export function formatPath(path: readonly PathSegment[], root = ""): string {
  * outside strings, which is exact for valid JSON) and allocation-free: the fast path for every body.
  */
 export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
+  return exceedsLimits(text, limitsOf(max));
+}
+
+/**
+ * Whether a JSON text breaks its limits: nesting, and keys per object and in all (a key is counted
+ * at its colon). Lenient in the same way, and allocation-free but for a counter per level.
+ */
+export function exceedsLimits(text: string, limits: Required<JsonLimits>): boolean {
+  const { depth: max, objectKeys, keys, items, exactNumbers } = limits;
+  const counting = objectKeys !== Infinity || keys !== Infinity || items !== Infinity;
+  // Keys so far of the object open at each level (levels past `max` are refused before they count).
+  const members = counting ? new Int32Array(max + 2) : null;
+  // Whether the container open at each level is an array. Items are over-counted by one per empty
+  // array (each array counts one, and each comma in it one more): the slow path counts exactly.
+  const arrays = counting ? new Uint8Array(max + 2) : null;
+  let total = 0;
+  let itemCount = 0;
   let depth = 0;
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -76,11 +146,74 @@ export function nestsDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boo
       i = j;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (++depth > max) return true;
+      if (members && arrays) {
+        members[depth] = 0;
+        arrays[depth] = c === 0x5b ? 1 : 0;
+        if (c === 0x5b && ++itemCount > items) return true;
+      }
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       depth--;
+    } else if (c === 0x3a /* : */ && members && depth > 0) {
+      if (++members[depth] > objectKeys || ++total > keys) return true;
+    } else if (c === 0x2c /* , */ && arrays && arrays[depth] === 1) {
+      if (++itemCount > items) return true;
+    } else if (exactNumbers && (c === 0x2d /* - */ || isDigit(c))) {
+      let end = i + 1;
+      while (end < n && isNumberChar(text.charCodeAt(end))) end++;
+      if (!isExactNumber(text, i, end)) return true;
+      i = end - 1;
     }
   }
   return false;
+}
+
+const isNumberChar = (c: number) => isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
+
+/**
+ * A decimal number's value as `[-]digits e exponent`, digits without leading or trailing zeros (zero
+ * as `0` or `-0`): two texts of the same value give the same key (`1.50`, `15e-1` and `0.15e1`).
+ */
+export function decimalKey(text: string): string {
+  const negative = text.charCodeAt(0) === 0x2d;
+  const e = text.search(/[eE]/);
+  const mantissa = text.slice(negative ? 1 : 0, e < 0 ? text.length : e);
+  const dot = mantissa.indexOf(".");
+  const fraction = dot < 0 ? "" : mantissa.slice(dot + 1);
+  let digits = (dot < 0 ? mantissa : mantissa.slice(0, dot)) + fraction;
+  let exponent = (e < 0 ? 0 : Number(text.slice(e + 1))) - fraction.length;
+  let start = 0;
+  while (start < digits.length && digits.charCodeAt(start) === 0x30) start++;
+  let end = digits.length;
+  while (end > start && digits.charCodeAt(end - 1) === 0x30) end--;
+  if (start === end) return negative ? "-0" : "0";
+  exponent += digits.length - end;
+  digits = digits.slice(start, end);
+  return `${negative ? "-" : ""}${digits}e${exponent}`;
+}
+
+/**
+ * Whether the number token text[start, end) is one a double holds exactly: JSON.parse, then
+ * JSON.stringify, gives back the same value (and it is not a negative zero). Most tokens are passed at a glance (up to 15
+ * significant digits, no exponent, not a negative zero); the rest are compared by value.
+ */
+export function isExactNumber(text: string, start: number, end: number): boolean {
+  let digits = 0;
+  let plain = true;
+  let leading = true;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x65 || c === 0x45) plain = false;
+    else if (isDigit(c) && !(leading && c === 0x30)) {
+      digits++;
+      leading = false;
+    }
+  }
+  if (plain && digits <= 15 && !(text.charCodeAt(start) === 0x2d && digits === 0)) return true;
+  const token = text.slice(start, end);
+  const value = Number(token);
+  // A negative zero is stored (and written back) as 0.
+  if (!Number.isFinite(value) || Object.is(value, -0)) return false;
+  return decimalKey(token) === decimalKey(String(value));
 }
 
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -133,12 +266,17 @@ function skipNumber(text: string, i: number): number {
 }
 
 /**
- * The slow path, for a text that nests too deep: whether it is valid JSON at all (ECMA-404, as
- * JSON.parse reads it) and, if so, the path of the first object or array deeper than `max`. One
- * pass over the text; the only memory it takes is a byte per open container (a typed array) and the
- * keys of the path, decoded at the end.
+ * The slow path, for a text that breaks a limit: whether it is valid JSON at all (ECMA-404, as
+ * JSON.parse reads it) and, if so, the path of the first object or array deeper than the limit
+ * (`tooDeep`) and the first fault of any kind in the order of the text (`fault`). One pass over the
+ * text; the only memory it takes is a byte per open container (a typed array), counters per level
+ * and the keys of a path, decoded when a fault is found.
  */
-export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: false } | { valid: true; tooDeep: PathSegment[] | null } {
+export function scanJson(
+  text: string,
+  limits: number | JsonLimits = MAX_JSON_DEPTH,
+): { valid: false } | { valid: true; tooDeep: PathSegment[] | null; fault: JsonFault | null } {
+  const { depth: max, objectKeys, keys, items, exactNumbers } = limitsOf(limits);
   const n = text.length;
   // Per open container: is it an array (1) or an object (0). Each takes at least a character.
   const arrays = new Uint8Array(n + 1);
@@ -146,9 +284,21 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
   const indexes = new Int32Array(max + 1);
   const keyStarts = new Int32Array(max + 1);
   const keyEnds = new Int32Array(max + 1);
+  const members = new Int32Array(max + 1);
+  let total = 0;
+  let itemCount = 0;
   let depth = 0;
   let tooDeep: PathSegment[] | null = null;
+  let fault: JsonFault | null = null;
   let i = 0;
+  /** The path of the container open at level `levels` + 1: the current member of each around it. */
+  const pathAt = (levels: number): PathSegment[] => {
+    const path: PathSegment[] = [];
+    for (let level = 0; level < levels; level++) {
+      path.push(arrays[level] ? indexes[level] : (JSON.parse(text.slice(keyStarts[level], keyEnds[level])) as string));
+    }
+    return path;
+  };
   const ws = () => {
     while (i < n && isWs(text.charCodeAt(i))) i++;
   };
@@ -160,6 +310,10 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
     if (depth <= max) {
       keyStarts[depth - 1] = i;
       keyEnds[depth - 1] = end;
+      members[depth - 1] += 1;
+      total += 1;
+      if (fault === null && members[depth - 1] > objectKeys) fault = { kind: "too_wide", path: pathAt(depth - 1) };
+      else if (fault === null && total > keys) fault = { kind: "too_many_keys", path: pathAt(depth - 1) };
     }
     i = end;
     ws();
@@ -172,16 +326,19 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
   ws();
   for (;;) {
     if (expectValue) {
+      if (depth > 0 && arrays[depth - 1] === 1 && ++itemCount > items && fault === null) {
+        fault = { kind: "too_many_items", path: pathAt(Math.min(depth, max + 1) - 1) };
+      }
       const c = text.charCodeAt(i);
       if (c === 0x7b || c === 0x5b) {
         depth++;
         arrays[depth - 1] = c === 0x5b ? 1 : 0;
-        if (depth <= max) indexes[depth - 1] = 0;
-        else if (tooDeep === null) {
-          tooDeep = [];
-          for (let level = 0; level < depth - 1; level++) {
-            tooDeep.push(arrays[level] ? indexes[level] : (JSON.parse(text.slice(keyStarts[level], keyEnds[level])) as string));
-          }
+        if (depth <= max) {
+          indexes[depth - 1] = 0;
+          members[depth - 1] = 0;
+        } else if (tooDeep === null) {
+          tooDeep = pathAt(depth - 1);
+          fault ??= { kind: "too_deep", path: tooDeep };
         }
         i++;
         ws();
@@ -196,8 +353,12 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
       }
       let end: number;
       if (c === 0x22) end = skipString(text, i);
-      else if (c === 0x2d || isDigit(c)) end = skipNumber(text, i);
-      else if (text.startsWith("true", i)) end = i + 4;
+      else if (c === 0x2d || isDigit(c)) {
+        end = skipNumber(text, i);
+        if (exactNumbers && end > 0 && fault === null && depth <= max && !isExactNumber(text, i, end)) {
+          fault = { kind: "inexact_number", path: pathAt(depth) };
+        }
+      } else if (text.startsWith("true", i)) end = i + 4;
       else if (text.startsWith("false", i)) end = i + 5;
       else if (text.startsWith("null", i)) end = i + 4;
       else end = -1;
@@ -230,7 +391,7 @@ export function scanJson(text: string, max: number = MAX_JSON_DEPTH): { valid: f
       return { valid: false };
     }
   }
-  return { valid: true, tooDeep };
+  return { valid: true, tooDeep, fault };
 }
 
 /**
@@ -337,16 +498,19 @@ export function escapesLoneSurrogate(text: string): boolean {
 
 /**
  * Parses a JSON text under the limits: `invalid_json` when it is not JSON (checked first, so a body
- * that is both broken and deep is called broken), `too_deep` with the path of the first container
- * past `max`, `not_well_formed` with the path of the first string or key holding a lone surrogate.
- * Deep texts are refused before JSON.parse builds them; the parsed value is only walked (for the
- * path) when the text does escape a lone surrogate (or is itself not well-formed).
+ * that is both broken and deep is called broken); else the first fault in the order of the text of
+ * `too_deep` (the first container past the depth), `too_wide` (the first object with too many keys)
+ * and `too_many_keys` (the object where the count in all crossed its limit); else
+ * `not_well_formed` with the path of the first string or key holding a lone surrogate. Texts past
+ * a limit are refused before JSON.parse builds them; the parsed value is only walked (for the path)
+ * when the text does escape a lone surrogate (or is itself not well-formed).
  */
-export function parseJsonWithinLimits(text: string, max: number = MAX_JSON_DEPTH): JsonCheck {
-  if (nestsDeeperThan(text, max)) {
-    const scanned = scanJson(text, max);
+export function parseJsonWithinLimits(text: string, limits: number | JsonLimits = MAX_JSON_DEPTH): JsonCheck {
+  const held = limitsOf(limits);
+  if (exceedsLimits(text, held)) {
+    const scanned = scanJson(text, held);
     if (!scanned.valid) return { ok: false, kind: "invalid_json" };
-    if (scanned.tooDeep) return { ok: false, kind: "too_deep", path: scanned.tooDeep };
+    if (scanned.fault) return { ok: false, ...scanned.fault };
   }
   let value: unknown;
   try {
@@ -355,7 +519,7 @@ export function parseJsonWithinLimits(text: string, max: number = MAX_JSON_DEPTH
     return { ok: false, kind: "invalid_json" };
   }
   if (escapesLoneSurrogate(text) || !text.isWellFormed()) {
-    const fault = findJsonFault(value, { max, depth: false });
+    const fault = findJsonFault(value, { max: held.depth, depth: false });
     if (fault) return { ok: false, ...fault };
   }
   return { ok: true, value };
@@ -365,5 +529,9 @@ export function parseJsonWithinLimits(text: string, max: number = MAX_JSON_DEPTH
 export function describeJsonFault(fault: JsonFault, root = "", max: number = MAX_JSON_DEPTH): string {
   const where = formatPath(fault.path, root) || "the top level";
   if (fault.kind === "too_deep") return `nested deeper than ${max} levels of objects and arrays (at ${where})`;
+  if (fault.kind === "too_wide") return `an object with more than ${MAX_JSON_OBJECT_KEYS} keys (at ${where})`;
+  if (fault.kind === "too_many_keys") return `more than ${MAX_JSON_KEYS} keys in all (crossed at ${where})`;
+  if (fault.kind === "too_many_items") return `more than ${MAX_JSON_ITEMS} array items in all (crossed at ${where})`;
+  if (fault.kind === "inexact_number") return `a number no double holds exactly (at ${where})`;
   return `not well-formed Unicode: ${fault.key ? "a key" : "a string"} holds a lone UTF-16 surrogate (at ${where})`;
 }

@@ -34,6 +34,22 @@ export function checkPageNumbers(query: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Refuses a query that mixes the two ways of paging: `page` or `per_page` (by number) with
+ * `starting_after`, `ending_before` or `limit` (by cursor), naming the by-number parameter. Checked
+ * on the query as sent, since the validator gives `page` and `per_page` defaults.
+ */
+export function checkPagingMode(query: Record<string, unknown>): void {
+  const byNumber = query.page !== undefined ? "page" : query.per_page !== undefined ? "per_page" : undefined;
+  if (byNumber === undefined) return;
+  const byCursor = ["starting_after", "ending_before", "limit"].find((name) => query[name] !== undefined);
+  if (byCursor === undefined) return;
+  throw invalidParam(
+    byNumber,
+    `${byNumber} cannot be combined with ${byCursor}: a list pages either by number (page, per_page) or by cursor (starting_after or ending_before, with limit)`,
+  );
+}
+
 /** `page` and `per_page`: offset paging, as the spec fixes it (a list read so can drift under inserts; a cursor cannot). */
 const offsetParams = {
   page: { type: "number", integer: true, min: 1, optional: true, convert: true, default: 1 },

@@ -7,6 +7,13 @@ export const LATEST_VERSION: ApiVersion = API_VERSIONS[API_VERSIONS.length - 1];
 
 const DATE_SHAPE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+/**
+ * The shape of `Service-Version` as the API reference states it: a date as YYYY-MM-DD with a month
+ * 01-12 and a day 01-31. A value of this shape is still refused when it is no calendar date
+ * (2026-02-30) or before the first version.
+ */
+export const SERVICE_VERSION_PATTERN = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$";
+
 function isRealDate(value: string): boolean {
   const match = DATE_SHAPE.exec(value);
   if (!match) return false;

@@ -51,7 +51,9 @@ export interface RunRef extends Doc {
 export const retentionCutoff = (days: number, now: number): number => now - days * DAY_MS;
 
 /** The smallest id `newId(prefix)` can make at `ms`: every id made before `ms` sorts below it. */
-export const firstIdAt = (prefix: IdPrefix, ms: number): string => `${prefix}_${encodeTime(ms, 10).toLowerCase()}${"0".repeat(16)}`;
+export const firstIdAt = (prefix: IdPrefix, ms: number): string =>
+  // No id is made before 1970: a time before it is a floor below every id (ULIDs cannot encode it).
+  `${prefix}_${encodeTime(Math.max(0, ms), 10).toLowerCase()}${"0".repeat(16)}`;
 
 export interface PrunePlan<T extends Doc> {
   collection: Collection<T>;

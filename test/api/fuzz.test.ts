@@ -121,7 +121,10 @@ function requestOf(route: RouteDef, op: any, g: Generation): fc.Arbitrary<() => 
     const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) => (name === "version" ? (absent ? "999" : "1") : filled[i++]));
     const params = { ...(q as Record<string, unknown>) };
     // A list pages either by number or by cursor.
-    if (params.limit !== undefined) delete params.page;
+    if (params.limit !== undefined) {
+      delete params.page;
+      delete params.per_page;
+    }
     // Filters the document says go one at a time (x-exclusive-query): the first one drawn stays.
     const exclusive: string[] = op["x-exclusive-query"] ?? [];
     for (const name of exclusive.filter((n) => params[n] !== undefined).slice(1)) delete params[name];

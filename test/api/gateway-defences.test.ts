@@ -274,6 +274,48 @@ describe("budgets beside the per-key rate limit", () => {
     expect((await from("10.9.9.9, 203.0.113.1")).status).toBe(429);
     expect((await from("203.0.113.2")).status).toBe(200);
   });
+
+  it("keys an IPv6 client's budget on its /64, and an IPv4-mapped address on its IPv4 form", async () => {
+    p = await startPlatform({ RATE_LIMIT_ADDRESS_MAX: "2", RATE_LIMIT_WINDOW_MS: "60000", TRUST_PROXY: "true" });
+    const base = p.baseUrl.replace(/\/v1$/, "");
+    const from = async (address: string) => (await api(base, "GET", "/health", { headers: { "x-forwarded-for": address } })).status;
+    // One subscriber's /64 holds 2^64 addresses: rotating through them buys no new budget.
+    expect([await from("2001:db8:1:2::1"), await from("2001:DB8:1:2:ffff:ffff:ffff:ffff"), await from("2001:db8:1:2:abcd::7")]).toEqual([
+      200, 200, 429,
+    ]);
+    expect(await from("2001:db8:1:3::1")).toBe(200);
+    expect([await from("203.0.113.5"), await from("::ffff:203.0.113.5"), await from("::ffff:203.0.113.5")]).toEqual([200, 200, 429]);
+  });
+});
+
+describe("parameters from one place", () => {
+  const suite = usePlatform({ RATE_LIMIT_MAX: "100000" });
+
+  it("refuses query parameters on POST and PATCH, which take their parameters in the JSON body", async () => {
+    const { p, acme } = suite;
+    const before = (await api(p.baseUrl, "GET", "/api-keys", { key: acme.live })).body.meta.total;
+    const body = { name: "reader", scopes: ["events:read"] };
+    const minted = await api(p.baseUrl, "POST", "/api-keys?scopes=org:admin", { key: acme.live, body });
+    expectError(minted, 400, "parameter_unknown", "scopes");
+    expect(minted.body.error.message).toMatch(/query.*JSON body/);
+    expectError(await api(p.baseUrl, "POST", "/api-keys?name=x", { key: acme.live, body }), 400, "parameter_unknown", "name");
+    expect((await api(p.baseUrl, "GET", "/api-keys", { key: acme.live })).body.meta.total).toBe(before);
+    const org = acme.org.id;
+    expectError(
+      await api(p.baseUrl, "PATCH", `/orgs/${org}?name=Evil`, { key: acme.live, body: { name: "Acme" } }),
+      400,
+      "parameter_unknown",
+      "name",
+    );
+    const got = await api(p.baseUrl, "GET", `/orgs/${org}`, { key: acme.live });
+    expect(got.body).toMatchObject({ data: { name: "Acme" } });
+  });
+
+  it("refuses a parameter sent in both the query and a body of a GET", async () => {
+    const { p, acme } = suite;
+    const res = await api(p.baseUrl, "GET", "/events?type=a.b", { key: acme.live, body: { type: "c.d" } });
+    expectError(res, 400, "parameter_invalid", "type");
+  });
 });
 
 describe("page numbers", () => {
