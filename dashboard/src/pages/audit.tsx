@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { AuditEntry } from "../../../shared/api/wire";
+import type { AuditEntry } from "../api";
 import { href } from "../session";
 import { Empty, Loaded, NeedsScope, Pager, Time, useAccount, useApi } from "../ui";
 

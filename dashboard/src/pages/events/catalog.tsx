@@ -1,14 +1,7 @@
 import { useState } from "preact/hooks";
-import type { PlatformEvent } from "../../api";
+import type { EventType, PlatformEvent } from "../../api";
 import { href } from "../../session";
 import { Empty, Json, Loaded, Time, useAccount, useApi } from "../../ui";
-
-interface EventType {
-  type: string;
-  description: string | null;
-  system: boolean;
-  first_seen_at?: string;
-}
 
 /**
  * GET /events/types as a catalog: each type, what it means, and an example payload. The example is
@@ -56,7 +49,9 @@ function TypeEntry({ type }: { type: EventType }) {
         <code>{type.type}</code> <span class="chip">{type.system ? "system" : "custom"}</span>
       </p>
       <p class="break">
-        {type.description ?? (
+        {type.system ? (
+          type.description
+        ) : (
           <span class="muted">
             Emitted in this environment, first <Time at={type.first_seen_at} />.
           </span>
