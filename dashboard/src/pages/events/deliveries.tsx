@@ -1,9 +1,10 @@
 import { call, type Delivery } from "../../api";
 import { href } from "../../session";
-import { DataTable, Empty, ErrorNotice, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
+import { Empty, ErrorNotice, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
 
 /**
- * An event's deliveries (GET /events/{id}/deliveries), one row per webhook it went to, each with a
+ * An event's deliveries (GET /events/{id}/deliveries), one card per webhook it went to (a card, not
+ * a table row, keeps the status and the button on a phone's screen), each with a
  * Redeliver (a new delivery of the same event) or, while it is still pending, Retry now.
  */
 export function EventDeliveries({ eventId }: { eventId: string }) {
@@ -16,27 +17,20 @@ export function EventDeliveries({ eventId }: { eventId: string }) {
         rows.length === 0 ? (
           <Empty>No webhook subscribed to this event when it was stored.</Empty>
         ) : (
-          <DataTable
-            caption="Deliveries of this event"
-            rows={rows}
-            rowKey={(d) => d.id}
-            columns={[
-              {
-                title: "Webhook",
-                cell: (d) => (
-                  <>
-                    <a href={href("webhooks", d.webhook_id)}>{d.webhook_id}</a>
-                    <br />
-                    <small class="muted">{d.id}</small>
-                  </>
-                ),
-              },
-              { title: "Status", cell: (d) => <Status value={d.status} /> },
-              { title: "Attempts", cell: (d) => attemptsText(d) },
-              { title: "Created", cell: (d) => <Time at={d.created_at} /> },
-              { title: "Actions", hideTitle: true, cell: (d) => <Resend delivery={d} onDone={list.reload} /> },
-            ]}
-          />
+          <ul class="cards" aria-label="Deliveries of this event">
+            {rows.map((d) => (
+              <li key={d.id} class="panel" aria-label={`Delivery to ${d.webhook_id}`}>
+                <p class="cards-head">
+                  <Status value={d.status} /> <a href={href("webhooks", d.webhook_id)}>{d.webhook_id}</a>
+                </p>
+                <p class="small">
+                  <span data-attempts>{attemptsText(d)}</span> · <Time at={d.created_at} />
+                </p>
+                <p class="small muted break">{d.id}</p>
+                <Resend delivery={d} onDone={list.reload} />
+              </li>
+            ))}
+          </ul>
         )
       }
     </Loaded>
@@ -45,7 +39,7 @@ export function EventDeliveries({ eventId }: { eventId: string }) {
 
 const attemptsText = (d: Delivery) => {
   const last = d.attempts[d.attempts.length - 1];
-  return `${d.attempts.length}${last?.status_code ? ` · HTTP ${last.status_code}` : ""}`;
+  return `${d.attempts.length} attempt${d.attempts.length === 1 ? "" : "s"}${last?.status_code ? ` · HTTP ${last.status_code}` : ""}`;
 };
 
 function Resend({ delivery: d, onDone }: { delivery: Delivery; onDone(): void }) {
