@@ -44,12 +44,13 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "client-pkg-"));
   app = join(dir, "app");
   mkdirSync(app);
-  for (const dep of ["openapi-fetch", "openapi-typescript-helpers"]) {
+  // npm pack prints the tarball's name last: the versions are whatever node_modules holds.
+  const tarballs = ["openapi-fetch", "openapi-typescript-helpers"].map((dep) => {
     const packed = run("npm", ["pack", "--ignore-scripts", "--pack-destination", dir, join(ROOT, "node_modules", dep)], dir);
     expect({ dep, code: packed.code, err: packed.code === 0 ? "" : packed.err }).toEqual({ dep, code: 0, err: "" });
-  }
+    return join(dir, packed.out.trim().split("\n").pop()!);
+  });
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
-  const tarballs = ["openapi-fetch-0.17.0.tgz", "openapi-typescript-helpers-0.1.0.tgz"].map((t) => join(dir, t));
   const flags = ["--offline", "--cache", join(dir, "npm-cache"), "--install-links", "--no-audit", "--no-fund"];
   const installed = run("npm", ["install", ...flags, CLIENT, ...tarballs], app);
   expect({ code: installed.code, err: installed.code === 0 ? "" : installed.err }).toEqual({ code: 0, err: "" });
