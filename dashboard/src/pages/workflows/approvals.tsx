@@ -2,9 +2,7 @@ import { useState } from "preact/hooks";
 import { call, type Run } from "../../api";
 import { href } from "../../session";
 import { Confirm, Empty, ErrorNotice, Loaded, NeedsScope, Time, useAccount, useAction, useApi } from "../../ui";
-
-/** What the server takes as an approval's comment, at most. */
-const COMMENT_MAX = 1000;
+import { COMMENT_MAX } from "./common";
 
 /**
  * Runs waiting at an approval step (GET /runs?status=waiting, those with a pending approval), each
