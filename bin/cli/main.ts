@@ -6,6 +6,7 @@ import { EVENT_COMMANDS } from "./commands/events";
 import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
 import { RAW_COMMANDS } from "./commands/raw";
+import { RESEND_COMMANDS } from "./commands/resend";
 import { WEBHOOK_COMMANDS } from "./commands/webhooks";
 import { WORKFLOW_COMMANDS } from "./commands/workflows";
 import { apiClient, ApiCallError } from "./http";
@@ -32,6 +33,7 @@ const COMMANDS: Record<string, Command> = {
   ...KEY_COMMANDS,
   ...WEBHOOK_COMMANDS,
   ...EVENT_COMMANDS,
+  ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
   ...RAW_COMMANDS,
 };

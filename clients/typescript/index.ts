@@ -1,5 +1,5 @@
 import createClient, { type Client, type ClientOptions } from "openapi-fetch";
-import type { components, paths } from "./schema";
+import type { components, paths } from "./schema.js";
 
 /**
  * The platform's API as typed calls: `openapi-fetch` over the types openapi-typescript generates

@@ -8,8 +8,10 @@ export type { Environment } from "../../shared/storage/types";
 export type {
   ApiKey,
   Attempt,
+  AuditEntry,
   Delivery,
   DeliveryDetail,
+  EventType,
   Me,
   NewApiKey,
   OutcomeReport,

@@ -3,12 +3,15 @@ import "./style.css";
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Environment } from "./api";
-import { EventPage, EventsPage } from "./pages/events";
+import { AuditLogPage } from "./pages/audit";
+import { EventCatalogPage } from "./pages/events/catalog";
+import { EventPage, EventsPage } from "./pages/events/list";
 import { KeysPage } from "./pages/keys";
 import { SignInPage } from "./pages/signin";
 import { UsagePage } from "./pages/usage";
 import { WebhooksPage } from "./pages/webhooks/list";
 import { WebhookPage } from "./pages/webhooks/webhook";
+import { ApprovalsPage } from "./pages/workflows/approvals";
 import { WorkflowsPage } from "./pages/workflows/list";
 import { RunPage } from "./pages/workflows/run";
 import { WorkflowPage } from "./pages/workflows/workflow";
@@ -20,7 +23,9 @@ const SECTIONS = [
   { route: "webhooks", label: "Webhooks" },
   { route: "events", label: "Events" },
   { route: "workflows", label: "Workflows" },
+  { route: "approvals", label: "Approvals" },
   { route: "usage", label: "Usage" },
+  { route: "audit", label: "Audit log" },
 ] as const;
 
 function App() {
@@ -140,12 +145,17 @@ function Page({ route }: { route: string[] }) {
     case "webhooks":
       return id ? <WebhookPage id={id} /> : <WebhooksPage />;
     case "events":
+      if (id === "types") return <EventCatalogPage />;
       return id ? <EventPage id={id} /> : <EventsPage />;
     case "workflows":
       if (id && sub === "runs" && subId) return <RunPage workflowId={id} runId={subId} />;
       return id ? <WorkflowPage id={id} /> : <WorkflowsPage />;
+    case "approvals":
+      return <ApprovalsPage />;
     case "usage":
       return <UsagePage />;
+    case "audit":
+      return <AuditLogPage />;
     default:
       return (
         <Empty>

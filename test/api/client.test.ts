@@ -1,4 +1,4 @@
-import { platformClient } from "../../clients/typescript";
+import { platformClient } from "../../clients/typescript/index";
 import { waitFor } from "../../tools/procs";
 import { contractProblems } from "../helpers/contract";
 import { usePlatform } from "../helpers/platform";

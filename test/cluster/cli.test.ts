@@ -223,9 +223,9 @@ describe("against one server process", () => {
       status: "revoked",
     });
 
-    const refused = cliRun(["trigger", "workflow.completed"], env);
+    const refused = cliRun(["trigger", "webhook.disabled"], env);
     expect(refused.status).toBe(2);
-    expect(refused.stderr).toContain("'workflow.completed' is a system type with no fixture");
+    expect(refused.stderr).toContain("'webhook.disabled' is a system type with no fixture");
   });
 
   it("events tail prints the events stored after it started, and nothing from before", async () => {

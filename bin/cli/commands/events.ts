@@ -2,21 +2,30 @@ import { jsonObject, optional, required, UsageError, type Command, type Options 
 import { listen } from "../listen";
 import { safe } from "../printable.logic";
 import { tailDeliveries, tailEvents } from "../tail";
-import { triggerEvent } from "../trigger";
+import { FIXTURES, triggerEvent } from "../trigger";
 
 export const EVENT_COMMANDS: Record<string, Command> = {
   trigger: {
     args: "TYPE [--data JSON]",
-    summary: "emit an event through the API; system types (api_key.*) are produced by fixtures",
-    details:
-      "A client type (order.created) is emitted with --data (a JSON object; default {}).\nA system type cannot be emitted by clients: the CLI makes it happen instead, as a fixture\n(api_key.created, api_key.revoked: a key named 'cli trigger fixture' is created and revoked at once).",
+    summary: "emit an event through the API; system types are produced by fixtures",
+    details: [
+      "A client type (order.created) is emitted with --data (a JSON object; default {}).",
+      "A system type cannot be emitted by clients: the CLI makes it happen through the API instead, as a",
+      "fixture named 'cli trigger fixture' that removes itself:",
+      "  api_key.created, api_key.revoked        a key with events:read, created and revoked at once",
+      "  workflow.completed, workflow.deleted    a one-step workflow, run to its end, then deleted",
+      "  approval.requested, approval.decided    a workflow asking an approval, rejected, then deleted",
+      "  webhook.deleted                         a webhook on a type nothing emits, created and deleted",
+      "webhook.disabled, workflow.chain_limited and member.role_changed have no fixture.",
+    ].join("\n"),
     options: { data: { type: "string" } },
     positionals: 1,
     async run(c) {
       const data = jsonObject(c, "data") ?? {};
       const type = c.positionals[0];
       const result = await triggerEvent(c.api(), type, data);
-      if (result === null) throw new UsageError(`'${type}' is a system type with no fixture; fixtures: api_key.created, api_key.revoked`);
+      if (result === null)
+        throw new UsageError(`'${type}' is a system type with no fixture; fixtures: ${Object.keys(FIXTURES).join(", ")}`);
       c.out.line(result, result.fixture ? safe`${type}: fixture ran (${result.note})` : safe`emitted ${result.event.id} ${type}`);
     },
   },

@@ -101,7 +101,7 @@ export function WebhookPage({ id }: { id: string }) {
             {deleting && <DeleteWebhook webhook={wh} onCancel={() => setDeleting(false)} />}
             <HealthPanel webhook={wh} />
             {can("webhooks:write") && wh.status === "enabled" && (
-              <RecoverAndTest webhookId={id} onStarted={() => setLogVersion((v) => v + 1)} />
+              <RecoverAndTest webhookId={id} events={wh.events} onStarted={() => setLogVersion((v) => v + 1)} />
             )}
           </>
         )}

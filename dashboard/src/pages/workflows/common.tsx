@@ -9,3 +9,6 @@ export const triggerText = (wf: Workflow) => (wf.trigger.type === "event" ? `on 
 
 /** The key that did something, by name (and id, to tell keys of one name apart). */
 export const actorText = (a: Actor) => `${a.key_name ?? "a key"} (${a.key_id})`;
+
+/** What the server takes as an approval's comment, at most. */
+export const COMMENT_MAX = 1000;

@@ -3,10 +3,7 @@ import type { ApprovalDecision } from "../../../../shared/api/wire";
 import { call, TERMINAL_RUN, type Run } from "../../api";
 import { href } from "../../session";
 import { Confirm, ErrorNotice, Json, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
-import { actorText, startedBy } from "./common";
-
-/** What the server takes as an approval's comment, at most. */
-const COMMENT_MAX = 1000;
+import { actorText, COMMENT_MAX, startedBy } from "./common";
 
 function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
   return (

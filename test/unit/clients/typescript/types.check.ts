@@ -1,4 +1,4 @@
-import { platformClient } from "../../../../clients/typescript";
+import { platformClient } from "../../../../clients/typescript/index";
 
 /**
  * Compiled by `npm run typecheck`, never run: each `@ts-expect-error` fails the typecheck when the

@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
-import { call, type PlatformEvent } from "../api";
-import { href } from "../session";
-import { ErrorNotice, FieldError, Json, JsonField, ListOf, Loaded, Time, useAccount, useAction, useApi, useJsonText } from "../ui";
+import { call, type PlatformEvent } from "../../api";
+import { href } from "../../session";
+import { EventDeliveries } from "./deliveries";
+import { ErrorNotice, FieldError, Json, JsonField, ListOf, Loaded, Time, useAccount, useAction, useApi, useJsonText } from "../../ui";
 
 export function EventsPage() {
   const { can, identity } = useAccount();
@@ -17,11 +18,14 @@ export function EventsPage() {
     <section aria-labelledby="events-title">
       <header class="page-head">
         <h2 id="events-title">Events</h2>
-        {can("events:write") && !emitting && (
-          <button type="button" onClick={() => (setEmitting(true), setEmitted(null))}>
-            Send event
-          </button>
-        )}
+        <div class="head-actions">
+          <a href={href("events", "types")}>Event catalog</a>
+          {can("events:write") && !emitting && (
+            <button type="button" onClick={() => (setEmitting(true), setEmitted(null))}>
+              Send event
+            </button>
+          )}
+        </div>
       </header>
       {emitting && (
         <EmitEvent
@@ -166,6 +170,8 @@ export function EventPage({ id }: { id: string }) {
                 <Time at={e.created_at} />
               </dd>
             </dl>
+            <h3>Deliveries</h3>
+            <EventDeliveries eventId={e.id} />
             <h3>JSON</h3>
             <Json value={e} label={`JSON of ${e.id}`} />
           </>
