@@ -316,12 +316,17 @@ describe("bounded reads", () => {
     expect(big.get(`/webhooks/${ok.id}/deliveries?event_type=load.tick&status=succeeded`)!.body.meta.total).toBe(2000);
     expect(big.get(`/webhooks/${ok.id}/deliveries?event_id=${anEvent}`)!.body.data).toHaveLength(1);
     expect(big.get(`/events/${anEvent}/deliveries`)!.body.meta.total).toBe(2);
-    // The analytics agree with the logs.
+    // The analytics agree with the logs. On a busy machine an attempt can outlast its time-out and
+    // be tried again, so the attempts counted are those the delivery log holds.
+    const logged = await inner
+      .collection<Doc & { attempts: unknown[] }>("webhook_deliveries")
+      .find({ org_id: org.id, environment: "live" }, { webhook_id: ok.id }, { limit: 5000 });
+    expect(logged).toHaveLength(2000);
     const hooks = big.get("/analytics/webhooks")!.body.data;
     expect(hooks.webhooks.find((w: any) => w.webhook_id === ok.id)).toMatchObject({
       total: 2000,
       by_status: { succeeded: 2000, pending: 0 },
-      attempt_counts: { total: 2000, succeeded: 2000 },
+      attempt_counts: { total: logged.reduce((n, d) => n + d.attempts.length, 0), succeeded: 2000 },
     });
     const runs = big.get("/analytics/workflows")!.body.data;
     expect(runs.workflows.find((w: any) => w.workflow_id === wf.id)).toMatchObject({
