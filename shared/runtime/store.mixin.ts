@@ -1,7 +1,16 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
 import type { PlatformSettings } from "./platform";
-import type { AtomicWrite, Collection, CollectionSpec, Doc, OwnStore, ReadView, Store } from "../storage/types";
+import {
+  ALL_TENANTS,
+  type AtomicWrite,
+  type Collection,
+  type CollectionSpec,
+  type Doc,
+  type OwnStore,
+  type ReadView,
+  type Store,
+} from "../storage/types";
 
 type Specs = Record<string, CollectionSpec<any>>;
 type DocOf<S> = S extends CollectionSpec<infer T> ? T : never;
@@ -88,6 +97,21 @@ function ownStore(store: Store, service: string, owned: Set<string>): OwnStore {
 }
 
 /**
+ * Applies the schema (table, columns, indexes) of every collection the service declares, owned and
+ * read, before the service serves anything: an adapter creates a collection's schema before its
+ * first operation, through the writer, so without this the first read of a collection after a
+ * start waits on a write, and on a full disk (where every write fails) answers 503. Here, the one
+ * lookup of a missing id per collection is that first operation; it fails the start if the schema
+ * cannot be applied (a new collection on a full disk), which says so at once instead of on reads.
+ */
+async function applySchemas(collections: ReadView<Doc>[]): Promise<void> {
+  await Promise.all(collections.map((c) => c.findOne(ALL_TENANTS, { id: "" })));
+}
+
+/** Every collection a service holds, for `applySchemas`. */
+const held = new WeakMap<object, ReadView<Doc>[]>();
+
+/**
  * Gives a service its collections, as declared: those it owns as collections, those it reads as
  * read-only views (no write methods at all, so a write there neither compiles nor runs), `store`
  * for atomic writes of its own collections, and with `outbox` its event outbox and relay. One owner
@@ -102,16 +126,22 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
       const vars = this as unknown as Record<string, unknown>;
       const owned = new Set(ownedNames(service, declaration));
       claim(this.broker, service, [...owned]);
-      for (const [key, spec] of Object.entries(declaration.owns)) vars[key] = store.collection(spec.name, spec.indexes);
-      for (const [key, spec] of Object.entries(declaration.reads ?? {})) vars[key] = readView(store.collection(spec.name, spec.indexes));
+      const all: ReadView<Doc>[] = [];
+      for (const [key, spec] of Object.entries(declaration.owns)) all.push((vars[key] = store.collection(spec.name, spec.indexes)));
+      for (const [key, spec] of Object.entries(declaration.reads ?? {}))
+        all.push((vars[key] = readView(store.collection(spec.name, spec.indexes))));
       const own = ownStore(store, service, owned);
       vars.store = own;
       if (declaration.outbox) {
         const spec = outboxSpec(service);
-        vars.outbox = new Outbox(own, store.collection<OutboxRow>(spec.name, spec.indexes), this.broker, this.logger);
+        const rows = store.collection<OutboxRow>(spec.name, spec.indexes);
+        all.push(rows);
+        vars.outbox = new Outbox(own, rows, this.broker, this.logger);
       }
+      held.set(this, all);
     },
-    started() {
+    async started() {
+      await applySchemas(held.get(this) ?? []);
       (this as unknown as { outbox?: Outbox }).outbox?.start();
     },
     async stopped() {
