@@ -1,6 +1,9 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
+import { DEFAULT_STORAGE_QUOTA_BYTES } from "../config";
 import type { PlatformSettings } from "./platform";
+import { StorageAccounting } from "./storage-accounting";
+import { STORAGE_POLICIES, storageUsageSpec } from "../records/storage-quota";
 import {
   ALL_TENANTS,
   type AtomicWrite,
@@ -50,7 +53,11 @@ export function declarationOf(schema: Partial<ServiceSchema>): { owns: string[];
 const ownedNames = (service: string, d: StoreDeclaration): string[] => [
   ...Object.values(d.owns).map((s) => s.name),
   ...(d.outbox ? [outboxSpec(service).name] : []),
+  ...(counts(d) ? [storageUsageSpec(service).name] : []),
 ];
+
+/** Whether a service owns collections counted against the storage quota (then it owns its counters too). */
+const counts = (d: StoreDeclaration): boolean => Object.values(d.owns).some((s) => s.name in STORAGE_POLICIES);
 
 /** Which service owns which collection, per broker: a second owner of a collection is refused at its creation. */
 const owners = new WeakMap<ServiceBroker, Map<string, string>>();
@@ -84,13 +91,17 @@ function readView<T extends Doc>(c: Collection<T>): ReadView<T> {
   });
 }
 
-/** `atomically` over the service's own collections only: a write to any other is refused before it starts. */
-function ownStore(store: Store, service: string, owned: Set<string>): OwnStore {
+/**
+ * `atomically` over the service's own collections only: a write to any other is refused before it
+ * starts. Writes of counted collections change their tenants' storage counters in the same step.
+ */
+function ownStore(store: Store, service: string, owned: Set<string>, accounting: StorageAccounting): OwnStore {
   return Object.freeze({
-    atomically(writes: AtomicWrite[]) {
+    async atomically(writes: AtomicWrite[]) {
       const foreign = writes.find((w) => !owned.has(w.collection.name));
-      if (foreign) return Promise.reject(new Error(`store: the ${service} service does not own '${foreign.collection.name}'`));
-      return store.atomically(writes);
+      if (foreign) throw new Error(`store: the ${service} service does not own '${foreign.collection.name}'`);
+      const measured = await accounting.measure(writes);
+      return measured && accounting.apply(measured.writes, measured.changes);
     },
     probe: () => store.probe(),
   });
@@ -122,15 +133,18 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
   const mixin: Partial<ServiceSchema> = {
     created() {
       const service = this.name;
-      const store = (this.settings as PlatformSettings).store.acquire();
+      const settings = this.settings as PlatformSettings;
+      const store = settings.store.acquire();
+      const accounting = new StorageAccounting(store, settings.config?.storageQuotaBytes ?? DEFAULT_STORAGE_QUOTA_BYTES, service);
       const vars = this as unknown as Record<string, unknown>;
       const owned = new Set(ownedNames(service, declaration));
       claim(this.broker, service, [...owned]);
-      const all: ReadView<Doc>[] = [];
-      for (const [key, spec] of Object.entries(declaration.owns)) all.push((vars[key] = store.collection(spec.name, spec.indexes)));
+      const all: ReadView<Doc>[] = counts(declaration) ? [accounting.usage, ...accounting.others] : [];
+      for (const [key, spec] of Object.entries(declaration.owns))
+        all.push((vars[key] = accounting.wrap(store.collection(spec.name, spec.indexes))));
       for (const [key, spec] of Object.entries(declaration.reads ?? {}))
         all.push((vars[key] = readView(store.collection(spec.name, spec.indexes))));
-      const own = ownStore(store, service, owned);
+      const own = ownStore(store, service, owned, accounting);
       vars.store = own;
       if (declaration.outbox) {
         const spec = outboxSpec(service);
