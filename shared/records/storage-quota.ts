@@ -23,6 +23,12 @@ import { MARKERS } from "./events";
 export interface StoragePolicy {
   checked: boolean;
   volatile: readonly string[];
+  /**
+   * A revision field every write of other than volatile fields changes, and that such writes
+   * compare-and-set on: a document this process last wrote at that revision is then known without
+   * reading it again (a run's engine writes).
+   */
+  version?: string;
 }
 
 export const STORAGE_POLICIES: Readonly<Record<string, StoragePolicy>> = {
@@ -33,7 +39,7 @@ export const STORAGE_POLICIES: Readonly<Record<string, StoragePolicy>> = {
   workflow_versions: { checked: true, volatile: [] },
   workflow_secrets: { checked: true, volatile: [] },
   members: { checked: true, volatile: [] },
-  workflow_runs: { checked: false, volatile: ["due_at", "lease", "stalls"] },
+  workflow_runs: { checked: false, volatile: ["due_at", "lease", "stalls"], version: "rev" },
   webhook_deliveries: { checked: false, volatile: ["due_at", "lease"] },
   audit_log: { checked: false, volatile: [] },
   idempotency_keys: { checked: false, volatile: [] },
@@ -77,11 +83,16 @@ export const usageDoc = (t: Required<Tenant>): StorageUsageDoc => ({ id: usageId
  * whatever the order of its keys, so a document read back measures as it did when written).
  */
 export function storedSize(doc: Record<string, unknown>, volatile: readonly string[]): number {
-  let size = JSON.stringify(doc).length;
+  return JSON.stringify(doc).length - volatileSize(doc, volatile);
+}
+
+/** The part of a document's JSON text its volatile fields take: `"field":value,` for each present. */
+export function volatileSize(doc: Record<string, unknown>, volatile: readonly string[]): number {
+  let size = 0;
   for (const field of volatile) {
     const value = doc[field];
-    // `"field":value,` (keys are identifiers: no escapes).
-    if (value !== undefined) size -= field.length + 4 + JSON.stringify(value).length;
+    // Keys are identifiers: no escapes.
+    if (value !== undefined) size += field.length + 4 + JSON.stringify(value).length;
   }
   return size;
 }

@@ -8,6 +8,7 @@ import {
   usageDoc,
   usageId,
   volatileOnly,
+  volatileSize,
   type StoragePolicy,
   type StorageUsageDoc,
 } from "../records/storage-quota";
@@ -15,21 +16,40 @@ import { ApiError } from "../errors";
 import { applyUpdate } from "../storage/update";
 import type { AtomicWrite, Collection, Doc, Filter, FindOptions, Scope, Store, Tenant, Update } from "../storage/types";
 
-/** Documents a `deleteMany` or `updateMany` of a counted collection handles per read. */
+/** Documents a `deleteMany` of a counted collection reads and deletes at once. */
 const BATCH = 256;
+/** How long the other services' counts of a tenant, once read, are used for its checks. */
+const ELSEWHERE_MS = 1000;
+/** Tenants whose other counts are remembered at once (a process serving more reads them again). */
+const SEEN_MAX = 10_000;
+/** How often changes of unchecked collections are stored (see `StorageAccounting.defer`). */
+const FLUSH_MS = 100;
 /** Tries of a write whose compare-and-set lost to a concurrent write, before answering it lost. */
 const TRIES = 5;
 
 type Obj = Record<string, unknown>;
+
+/** What `update` changes of the size of the document whose JSON text is `text`, and the document after it. */
+function sizeChange(text: string, update: Update, volatile: readonly string[]): { delta: number; after: Obj } {
+  const before = JSON.parse(text) as Obj;
+  const beforeSize = text.length - volatileSize(before, volatile);
+  const after = applyUpdate(before, update);
+  return { delta: storedSize(after, volatile) - beforeSize, after };
+}
+
+type Recent = { version: unknown; size: number; text?: string; doc?: Obj };
+
+/** Documents of a versioned collection remembered as last written here, at most (the oldest go first). */
+const RECENT_MAX = 1024;
 type Change = { tenant: Required<Tenant>; delta: number; checked: boolean };
 
 /**
  * Keeps each tenant's storage counters (shared/records/storage-quota.ts) in step with its documents:
  * an insert or update of a counted collection and the change of its tenant's counter row (this
  * service's) are one `atomically`. An insert into a `checked` collection carries the condition that
- * this row plus the tenant's rows of the other services, read just before, stay within the quota:
- * exact among this service's writers, and across services over by at most what the others store
- * in that instant (one write each).
+ * this row plus the tenant's rows of the other services (read at most once per ELSEWHERE_MS) stay
+ * within the quota: exact among this service's writers; across services, over by at most what the
+ * others stored meanwhile.
  */
 export class StorageAccounting {
   /** This service's counters. */
@@ -50,10 +70,23 @@ export class StorageAccounting {
     this.others = STORAGE_COUNTING_SERVICES.filter((s) => s !== service).map(open);
   }
 
-  /** The bytes the other services count for `tenant`. */
+  /** The other services' counts per tenant as last read, and when. */
+  private readonly seen = new Map<string, { at: number; bytes: number }>();
+
+  /**
+   * The bytes the other services count for `tenant`, read at most once per ELSEWHERE_MS (a check
+   * on the hot path then reads no row but its own).
+   */
   private async elsewhere(tenant: Required<Tenant>): Promise<number> {
-    const rows = await Promise.all(this.others.map((c) => c.get(tenant, usageId(tenant))));
-    return rows.reduce((sum, row) => sum + (row?.bytes ?? 0), 0);
+    const key = usageId(tenant);
+    const now = Date.now();
+    const known = this.seen.get(key);
+    if (known && now - known.at < ELSEWHERE_MS) return known.bytes;
+    const rows = await Promise.all(this.others.map((c) => c.get(tenant, key)));
+    const bytes = rows.reduce((sum, row) => sum + (row?.bytes ?? 0), 0);
+    if (this.seen.size >= SEEN_MAX) this.seen.clear();
+    this.seen.set(key, { at: now, bytes });
+    return bytes;
   }
 
   /** `collection` with its writes counted, when its collection is counted; else itself. */
@@ -67,8 +100,9 @@ export class StorageAccounting {
    * it makes to its document (read first; the update is then narrowed to that document by id).
    * Null when an update matches no document (the writes would answer null).
    */
-  async measure(writes: AtomicWrite[]): Promise<{ writes: AtomicWrite[]; changes: Change[] } | null> {
+  async measure(writes: AtomicWrite[]): Promise<{ writes: AtomicWrite[]; changes: Change[]; stored: (() => void)[] } | null> {
     const changes: Change[] = [];
+    const stored: (() => void)[] = [];
     const out: AtomicWrite[] = [];
     for (const write of writes) {
       const policy = STORAGE_POLICIES[write.collection.name];
@@ -77,8 +111,15 @@ export class StorageAccounting {
         continue;
       }
       if (write.op === "insert") {
-        const tenant = tenantOf(write.doc as unknown as Obj);
-        if (tenant) changes.push({ tenant, delta: storedSize(write.doc as unknown as Obj, policy.volatile), checked: policy.checked });
+        const doc = write.doc as unknown as Obj;
+        const tenant = tenantOf(doc);
+        const text = JSON.stringify(doc);
+        const size = text.length - volatileSize(doc, policy.volatile);
+        if (tenant) changes.push({ tenant, delta: size, checked: policy.checked });
+        if (write.collection instanceof CountedCollection) {
+          const counted = write.collection;
+          stored.push(() => counted.inserted(doc, size, text));
+        }
         out.push(write);
         continue;
       }
@@ -88,12 +129,11 @@ export class StorageAccounting {
       }
       const before = (await write.collection.findOne(write.scope, write.filter)) as Obj | null;
       if (!before) return null;
-      const after = applyUpdate(structuredClone(before), write.update);
       const tenant = tenantOf(before);
-      if (tenant) changes.push({ tenant, delta: storedSize(after, policy.volatile) - storedSize(before, policy.volatile), checked: false });
+      if (tenant) changes.push({ tenant, delta: sizeChange(JSON.stringify(before), write.update, policy.volatile).delta, checked: false });
       out.push({ ...write, filter: { ...write.filter, id: before.id as string } });
     }
-    return { writes: out, changes };
+    return { writes: out, changes, stored };
   }
 
   /**
@@ -112,17 +152,30 @@ export class StorageAccounting {
     }
     const counters: AtomicWrite[] = [];
     const others = new Map<string, number>();
+    const deferred: { tenant: Required<Tenant>; delta: number }[] = [];
     for (const { tenant, delta, grows } of byTenant.values()) {
       if (delta === 0 && grows <= 0) continue;
-      if (grows > 0) others.set(usageId(tenant), await this.elsewhere(tenant));
+      if (grows <= 0) {
+        deferred.push({ tenant, delta });
+        continue;
+      }
+      // What this node counted and has not stored yet counts here as stored.
+      others.set(usageId(tenant), (await this.elsewhere(tenant)) + (this.pending.get(usageId(tenant))?.delta ?? 0));
       const room = this.limit - grows - (others.get(usageId(tenant)) ?? 0);
       const filter: Filter = { id: usageId(tenant), ...(grows > 0 && { bytes: { $lte: room } }) };
       counters.push({ op: "update", collection: this.usage, scope: tenant, filter, update: { $inc: { bytes: delta } } });
     }
-    if (counters.length === 0) return this.store.atomically(writes);
+    if (counters.length === 0) {
+      const written = await this.store.atomically(writes);
+      if (written) this.defer(deferred);
+      return written;
+    }
     for (let tries = 0; ; tries += 1) {
       const written = await this.store.atomically([...writes, ...counters]);
-      if (written) return written.slice(0, writes.length);
+      if (written) {
+        this.defer(deferred);
+        return written.slice(0, writes.length);
+      }
       // Which part lost: a counter missing or full, or one of the writes' own conditions.
       let missing = false;
       for (const { tenant, grows } of byTenant.values()) {
@@ -135,6 +188,54 @@ export class StorageAccounting {
       else if (writes.some((w) => w.op === "update")) return null;
       else if (tries >= TRIES) throw new ApiError("service_unavailable", "The storage counter kept changing; retry", { retry_after: 1 });
     }
+  }
+
+  /** Unchecked changes counted and not stored yet, per tenant (see `defer`). */
+  private readonly pending = new Map<string, { tenant: Required<Tenant>; delta: number }>();
+  private flushing: ReturnType<typeof setTimeout> | undefined;
+  private flushed: Promise<void> = Promise.resolve();
+
+  /**
+   * Changes no check waits for (runs, deliveries, audit entries: counted, never refused) are added
+   * up here and stored once per FLUSH_MS per tenant, not in each document's write: on the hot path
+   * a run's writes then carry no counter write. A node that crashes loses what it had not stored
+   * yet (its last FLUSH_MS of them): the counter errs low by that.
+   */
+  private defer(changes: { tenant: Required<Tenant>; delta: number }[]): void {
+    for (const { tenant, delta } of changes) {
+      const key = usageId(tenant);
+      const entry = this.pending.get(key) ?? { tenant, delta: 0 };
+      entry.delta += delta;
+      this.pending.set(key, entry);
+    }
+    if (this.pending.size > 0 && !this.flushing) {
+      this.flushing = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.flushing.unref();
+    }
+  }
+
+  /** Stores the deferred changes (one increment per tenant); those that fail are kept for the next. */
+  flush(): Promise<void> {
+    this.flushed = this.flushed.then(async () => {
+      if (this.flushing) clearTimeout(this.flushing);
+      this.flushing = undefined;
+      const batch = [...this.pending.values()];
+      this.pending.clear();
+      const failed = (
+        await Promise.all(
+          batch.map((entry) =>
+            entry.delta === 0
+              ? null
+              : this.usage.increment(usageDoc(entry.tenant), { bytes: entry.delta }).then(
+                  () => null,
+                  () => entry,
+                ),
+          ),
+        )
+      ).filter((e) => e !== null);
+      if (failed.length > 0) this.defer(failed);
+    });
+    return this.flushed;
   }
 
   /** Gives back the bytes of documents deleted (after their delete: a crash between leaves the counter high by them). */
@@ -188,27 +289,75 @@ class CountedCollection<T extends Doc> implements Collection<T> {
     return this.inner.page(scope, filter, options);
   }
 
+  /**
+   * Of a versioned collection: documents as this process last wrote them, by id, with their
+   * measured size (as JSON text after an insert; as the object this class made after an update).
+   */
+  private readonly recent = new Map<string, Recent>();
+
+  private remember(id: string, entry: Recent): void {
+    if (!this.policy.version) return;
+    this.recent.delete(id);
+    if (this.recent.size >= RECENT_MAX) this.recent.delete(this.recent.keys().next().value as string);
+    this.recent.set(id, entry);
+  }
+
+  /** What this process last wrote of the document `filter` pins by id and version, if at that version. */
+  private known(filter: Filter): Recent | undefined {
+    const field = this.policy.version;
+    if (!field || typeof filter.id !== "string" || filter[field] === undefined) return undefined;
+    const entry = this.recent.get(filter.id);
+    return entry && entry.version === filter[field] ? entry : undefined;
+  }
+
   async insert(doc: T): Promise<T> {
-    const measured = await this.accounting.measure([{ op: "insert", collection: this.inner, doc }]);
-    await this.accounting.apply(measured!.writes, measured!.changes);
+    const tenant = tenantOf(doc as unknown as Obj);
+    const text = JSON.stringify(doc);
+    const size = text.length - volatileSize(doc as unknown as Obj, this.policy.volatile);
+    await this.accounting.apply(
+      [{ op: "insert", collection: this.inner, doc }],
+      tenant ? [{ tenant, delta: size, checked: this.policy.checked }] : [],
+    );
+    this.inserted(doc as unknown as Obj, size, text);
     return doc;
+  }
+
+  /** After `doc` was stored (here or through `atomically`): remembered, in a versioned collection. */
+  inserted(doc: Obj, size: number, text: string): void {
+    if (this.policy.version) this.remember(doc.id as string, { version: doc[this.policy.version], size, text });
   }
 
   async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
     if (volatileOnly(update, this.policy.volatile)) return this.inner.update(scope, filter, update, options);
-    // The document the update would take, read first to measure what it changes; if another write
-    // changed it meanwhile so that it no longer matches, the next match is taken, as the store would.
+    // The document the update would take, read first to measure what it changes (unless this
+    // process wrote it last, at the version the filter pins); if another write changed it meanwhile
+    // so that it no longer matches, the next match is taken, as the store would.
     for (let tries = 0; tries < TRIES; tries += 1) {
-      const target = (await this.inner.findOne(scope, filter, options)) as (T & Obj) | null;
-      if (!target) return null;
-      const tenant = tenantOf(target);
-      const after = applyUpdate(structuredClone(target), update);
-      const delta = storedSize(after, this.policy.volatile) - storedSize(target, this.policy.volatile);
+      const known = this.known(filter);
+      let before: Obj;
+      let beforeSize: number;
+      if (known) {
+        this.recent.delete(filter.id as string);
+        before = known.doc ?? (JSON.parse(known.text as string) as Obj);
+        beforeSize = known.size;
+      } else {
+        const target = (await this.inner.findOne(scope, filter, options)) as Obj | null;
+        if (!target) return null;
+        before = target;
+        beforeSize = storedSize(target, this.policy.volatile);
+      }
+      const id = before.id as string;
+      const after = applyUpdate(before, update);
+      const afterSize = storedSize(after, this.policy.volatile);
+      const tenant = tenantOf(after);
       const written = await this.accounting.apply(
-        [{ op: "update", collection: this.inner, scope, filter: { ...filter, id: target.id }, update }],
-        tenant ? [{ tenant, delta, checked: false }] : [],
+        [{ op: "update", collection: this.inner, scope, filter: { ...filter, id }, update }],
+        tenant ? [{ tenant, delta: afterSize - beforeSize, checked: false }] : [],
       );
-      if (written) return written[0] as T;
+      if (written) {
+        if (this.policy.version) this.remember(id, { version: after[this.policy.version], size: afterSize, doc: after });
+        return written[0] as T;
+      }
     }
     return null;
   }
@@ -223,6 +372,7 @@ class CountedCollection<T extends Doc> implements Collection<T> {
 
   async delete(scope: Scope, filter: Filter): Promise<T | null> {
     const doc = await this.inner.delete(scope, filter);
+    if (doc) this.recent.delete(doc.id);
     if (doc) await this.accounting.release([doc as unknown as Obj], this.policy);
     return doc;
   }

@@ -101,7 +101,9 @@ function ownStore(store: Store, service: string, owned: Set<string>, accounting:
       const foreign = writes.find((w) => !owned.has(w.collection.name));
       if (foreign) throw new Error(`store: the ${service} service does not own '${foreign.collection.name}'`);
       const measured = await accounting.measure(writes);
-      return measured && accounting.apply(measured.writes, measured.changes);
+      const written = measured && (await accounting.apply(measured.writes, measured.changes));
+      if (written) for (const stored of measured.stored) stored();
+      return written;
     },
     probe: () => store.probe(),
   });
@@ -118,6 +120,9 @@ function ownStore(store: Store, service: string, owned: Set<string>, accounting:
 async function applySchemas(collections: ReadView<Doc>[]): Promise<void> {
   await Promise.all(collections.map((c) => c.findOne(ALL_TENANTS, { id: "" })));
 }
+
+/** Each service's storage accounting, to store what it has counted when the service stops. */
+const accountings = new WeakMap<object, StorageAccounting>();
 
 /** Every collection a service holds, for `applySchemas`. */
 const held = new WeakMap<object, ReadView<Doc>[]>();
@@ -153,6 +158,7 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
         vars.outbox = new Outbox(own, rows, this.broker, this.logger);
       }
       held.set(this, all);
+      accountings.set(this, accounting);
     },
     async started() {
       await applySchemas(held.get(this) ?? []);
@@ -160,6 +166,7 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
     },
     async stopped() {
       await (this as unknown as { outbox?: Outbox }).outbox?.stop();
+      await accountings.get(this)?.flush();
       unclaim(this.broker, this.name);
       await (this.settings as PlatformSettings).store.release();
     },
