@@ -133,6 +133,8 @@ const held = new WeakMap<object, ReadView<Doc>[]>();
  * for atomic writes of its own collections, and with `outbox` its event outbox and relay. One owner
  * per collection: a second service of the broker declaring itself owner of a collection fails to
  * start, and test/integration/ownership.test.ts checks every service's declarations are disjoint.
+ * Writes of collections counted against the storage quota change their tenant's counters, kept in
+ * a collection the service owns (shared/runtime/storage-accounting.ts).
  */
 export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema> {
   const mixin: Partial<ServiceSchema> = {
