@@ -41,6 +41,7 @@ export const SETTING_NAMES = [
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
   "WORKFLOW_RETRY_BASE_MS",
   "RUN_STARTS_PER_MINUTE",
+  "STORAGE_QUOTA_BYTES",
   "USAGE_RETENTION_DAYS",
   "EVENT_RETENTION_DAYS",
   "AUDIT_RETENTION_DAYS",
@@ -82,6 +83,8 @@ export interface Settings {
   workflowRetryBaseMs: number;
   /** Runs started per minute in one environment of an organization: through the API, 429 beyond; by events, they wait for the next minute. */
   runStartsPerMinute: number;
+  /** Bytes of documents one environment of an organization may store (docs/security/storage-quota.md). */
+  storageQuotaBytes: number;
   usageRetentionDays: number;
   /** Events, webhook deliveries and finished runs older than this many days are pruned (see shared/records/retention.ts). */
   eventRetentionDays: number;
@@ -122,6 +125,9 @@ export class SettingsError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** The default of STORAGE_QUOTA_BYTES: 1 GiB per organization and environment. */
+export const DEFAULT_STORAGE_QUOTA_BYTES = 1024 * 1024 * 1024;
 
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -242,6 +248,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
     runStartsPerMinute: int(env, "RUN_STARTS_PER_MINUTE", 6000, 1, 10_000_000),
+    storageQuotaBytes: int(env, "STORAGE_QUOTA_BYTES", DEFAULT_STORAGE_QUOTA_BYTES, 1, Number.MAX_SAFE_INTEGER),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),
     auditRetentionDays: int(env, "AUDIT_RETENTION_DAYS", 365, 1, 3650),

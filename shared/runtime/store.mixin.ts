@@ -1,7 +1,19 @@
 import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
+import { DEFAULT_STORAGE_QUOTA_BYTES } from "../config";
 import type { PlatformSettings } from "./platform";
-import type { AtomicWrite, Collection, CollectionSpec, Doc, OwnStore, ReadView, Store } from "../storage/types";
+import { StorageAccounting } from "./storage-accounting";
+import { STORAGE_POLICIES, storageUsageSpec } from "../records/storage-quota";
+import {
+  ALL_TENANTS,
+  type AtomicWrite,
+  type Collection,
+  type CollectionSpec,
+  type Doc,
+  type OwnStore,
+  type ReadView,
+  type Store,
+} from "../storage/types";
 
 type Specs = Record<string, CollectionSpec<any>>;
 type DocOf<S> = S extends CollectionSpec<infer T> ? T : never;
@@ -41,7 +53,11 @@ export function declarationOf(schema: Partial<ServiceSchema>): { owns: string[];
 const ownedNames = (service: string, d: StoreDeclaration): string[] => [
   ...Object.values(d.owns).map((s) => s.name),
   ...(d.outbox ? [outboxSpec(service).name] : []),
+  ...(counts(d) ? [storageUsageSpec(service).name] : []),
 ];
+
+/** Whether a service owns collections counted against the storage quota (then it owns its counters too). */
+const counts = (d: StoreDeclaration): boolean => Object.values(d.owns).some((s) => s.name in STORAGE_POLICIES);
 
 /** Which service owns which collection, per broker: a second owner of a collection is refused at its creation. */
 const owners = new WeakMap<ServiceBroker, Map<string, string>>();
@@ -75,17 +91,41 @@ function readView<T extends Doc>(c: Collection<T>): ReadView<T> {
   });
 }
 
-/** `atomically` over the service's own collections only: a write to any other is refused before it starts. */
-function ownStore(store: Store, service: string, owned: Set<string>): OwnStore {
+/**
+ * `atomically` over the service's own collections only: a write to any other is refused before it
+ * starts. Writes of counted collections change their tenants' storage counters in the same step.
+ */
+function ownStore(store: Store, service: string, owned: Set<string>, accounting: StorageAccounting): OwnStore {
   return Object.freeze({
-    atomically(writes: AtomicWrite[]) {
+    async atomically(writes: AtomicWrite[]) {
       const foreign = writes.find((w) => !owned.has(w.collection.name));
-      if (foreign) return Promise.reject(new Error(`store: the ${service} service does not own '${foreign.collection.name}'`));
-      return store.atomically(writes);
+      if (foreign) throw new Error(`store: the ${service} service does not own '${foreign.collection.name}'`);
+      const measured = await accounting.measure(writes);
+      const written = measured && (await accounting.apply(measured.writes, measured.changes));
+      if (written) for (const stored of measured.stored) stored();
+      return written;
     },
     probe: () => store.probe(),
   });
 }
+
+/**
+ * Applies the schema (table, columns, indexes) of every collection the service declares, owned and
+ * read, before the service serves anything: an adapter creates a collection's schema before its
+ * first operation, through the writer, so without this the first read of a collection after a
+ * start waits on a write, and on a full disk (where every write fails) answers 503. Here, the one
+ * lookup of a missing id per collection is that first operation; it fails the start if the schema
+ * cannot be applied (a new collection on a full disk), which says so at once instead of on reads.
+ */
+async function applySchemas(collections: ReadView<Doc>[]): Promise<void> {
+  await Promise.all(collections.map((c) => c.findOne(ALL_TENANTS, { id: "" })));
+}
+
+/** Each service's storage accounting, to store what it has counted when the service stops. */
+const accountings = new WeakMap<object, StorageAccounting>();
+
+/** Every collection a service holds, for `applySchemas`. */
+const held = new WeakMap<object, ReadView<Doc>[]>();
 
 /**
  * Gives a service its collections, as declared: those it owns as collections, those it reads as
@@ -93,34 +133,47 @@ function ownStore(store: Store, service: string, owned: Set<string>): OwnStore {
  * for atomic writes of its own collections, and with `outbox` its event outbox and relay. One owner
  * per collection: a second service of the broker declaring itself owner of a collection fails to
  * start, and test/integration/ownership.test.ts checks every service's declarations are disjoint.
+ * Writes of collections counted against the storage quota change their tenant's counters, kept in
+ * a collection the service owns (shared/runtime/storage-accounting.ts).
  */
 export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema> {
   const mixin: Partial<ServiceSchema> = {
     created() {
       const service = this.name;
-      const store = (this.settings as PlatformSettings).store.acquire();
+      const settings = this.settings as PlatformSettings;
+      const store = settings.store.acquire();
+      const accounting = new StorageAccounting(store, settings.config?.storageQuotaBytes ?? DEFAULT_STORAGE_QUOTA_BYTES, service);
       const vars = this as unknown as Record<string, unknown>;
       const owned = new Set(ownedNames(service, declaration));
       claim(this.broker, service, [...owned]);
-      for (const [key, spec] of Object.entries(declaration.owns)) vars[key] = store.collection(spec.name, spec.indexes);
-      for (const [key, spec] of Object.entries(declaration.reads ?? {})) vars[key] = readView(store.collection(spec.name, spec.indexes));
+      const all: ReadView<Doc>[] = counts(declaration) ? [accounting.usage, ...accounting.others] : [];
+      for (const [key, spec] of Object.entries(declaration.owns))
+        all.push((vars[key] = accounting.wrap(store.collection(spec.name, spec.indexes))));
+      for (const [key, spec] of Object.entries(declaration.reads ?? {}))
+        all.push((vars[key] = readView(store.collection(spec.name, spec.indexes))));
       // Awaited in started(): a store that cannot be used as configured stops the start, with its reason.
       const opened = store.opened();
       opened.catch(() => undefined);
       vars.storeOpened = opened;
-      const own = ownStore(store, service, owned);
+      const own = ownStore(store, service, owned, accounting);
       vars.store = own;
       if (declaration.outbox) {
         const spec = outboxSpec(service);
-        vars.outbox = new Outbox(own, store.collection<OutboxRow>(spec.name, spec.indexes), this.broker, this.logger);
+        const rows = store.collection<OutboxRow>(spec.name, spec.indexes);
+        all.push(rows);
+        vars.outbox = new Outbox(own, rows, this.broker, this.logger);
       }
+      held.set(this, all);
+      accountings.set(this, accounting);
     },
     async started() {
       await (this as unknown as { storeOpened: Promise<void> }).storeOpened;
+      await applySchemas(held.get(this) ?? []);
       (this as unknown as { outbox?: Outbox }).outbox?.start();
     },
     async stopped() {
       await (this as unknown as { outbox?: Outbox }).outbox?.stop();
+      await accountings.get(this)?.flush();
       unclaim(this.broker, this.name);
       await (this.settings as PlatformSettings).store.release();
     },
