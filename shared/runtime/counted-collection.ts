@@ -1,7 +1,18 @@
 import { storedSize, tenantOf, volatileOnly, volatileSize, type StoragePolicy } from "../records/storage-quota";
 import { applyUpdate } from "../storage/update";
-import type { Collection, Doc, Filter, FindOptions, Scope, Update } from "../storage/types";
-import type { Obj, StorageAccounting } from "./storage-accounting";
+import type { AtomicWrite, Collection, Doc, Filter, FindOptions, Scope, Tenant, Update } from "../storage/types";
+
+export type Obj = Record<string, unknown>;
+
+export type Change = { tenant: Required<Tenant>; delta: number; checked: boolean };
+
+/** What a counted collection asks of its service's storage accounting (storage-accounting.ts). */
+export interface Accounting {
+  /** The writes and their tenants' counter changes as one `atomically`; null when a checked one is over the quota. */
+  apply(writes: AtomicWrite[], changes: Change[]): Promise<Doc[] | null>;
+  /** Gives the bytes of deleted documents back to their tenants. */
+  release(docs: Obj[], policy: StoragePolicy): Promise<void>;
+}
 
 /** Tries of an update whose document changed between its measure and its write. */
 const TRIES = 5;
@@ -19,7 +30,7 @@ export class CountedCollection<T extends Doc> implements Collection<T> {
   constructor(
     private readonly inner: Collection<T>,
     private readonly policy: StoragePolicy,
-    private readonly accounting: StorageAccounting,
+    private readonly accounting: Accounting,
   ) {
     this.name = inner.name;
   }

@@ -14,7 +14,9 @@ import {
 } from "../records/storage-quota";
 import { ApiError } from "../errors";
 import { applyUpdate } from "../storage/update";
-import { CountedCollection } from "./counted-collection";
+import { CountedCollection, type Accounting, type Change, type Obj } from "./counted-collection";
+
+export type { Change, Obj };
 import type { AtomicWrite, Collection, Doc, Filter, Store, Tenant, Update } from "../storage/types";
 
 /** How long the other services' counts of a tenant, once read, are used for its checks. */
@@ -26,8 +28,6 @@ const FLUSH_MS = 100;
 /** Tries of a write whose compare-and-set lost to a concurrent write, before answering it lost. */
 const TRIES = 5;
 
-export type Obj = Record<string, unknown>;
-
 /** What `update` changes of the size of the document whose JSON text is `text`, and the document after it. */
 function sizeChange(text: string, update: Update, volatile: readonly string[]): { delta: number; after: Obj } {
   const before = JSON.parse(text) as Obj;
@@ -35,8 +35,6 @@ function sizeChange(text: string, update: Update, volatile: readonly string[]): 
   const after = applyUpdate(before, update);
   return { delta: storedSize(after, volatile) - beforeSize, after };
 }
-
-export type Change = { tenant: Required<Tenant>; delta: number; checked: boolean };
 
 /**
  * Keeps each tenant's storage counters (shared/records/storage-quota.ts) in step with its documents:
@@ -46,7 +44,7 @@ export type Change = { tenant: Required<Tenant>; delta: number; checked: boolean
  * within the quota: exact among this service's writers; across services, over by at most what the
  * others stored meanwhile.
  */
-export class StorageAccounting {
+export class StorageAccounting implements Accounting {
   /** This service's counters. */
   readonly usage: Collection<StorageUsageDoc>;
   /** The other services' counters (read only). */

@@ -150,6 +150,23 @@ function remember(route: RouteDef, path: string, res: ApiResponse): void {
   }
 }
 
+/**
+ * A workflow's step ids are unique: a rule of the request no JSON Schema states, so a generated
+ * body that repeats one gets a suffix on the later ones (a repeated id is refused by its own test).
+ */
+function uniqueStepIds(body: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(body?.steps)) return body;
+  const seen = new Set<unknown>();
+  const steps = body.steps.map((step: unknown, i: number) => {
+    if (typeof step !== "object" || step === null || !("id" in step)) return step;
+    const id = (step as { id: unknown }).id;
+    const unique = seen.has(id) ? `${String(id).slice(0, 45)}_${i}` : id;
+    seen.add(unique);
+    return { ...step, id: unique };
+  });
+  return { ...body, steps };
+}
+
 /** `n` runs of a new workflow of these steps, once each has reached `status`: [workflow id, run id] each. */
 async function runsIn(n: number, status: "waiting" | "failed", name: string, steps: unknown[]): Promise<string[][]> {
   const key = suite.acme.live;
@@ -186,7 +203,9 @@ describe("requests generated from the API reference, against a running server", 
       const label = `${route.method} ${route.path}`;
       seen[label] = new Set();
       const bodySchema = op.requestBody?.content["application/json"].schema;
-      const bodyArb = bodySchema ? (valueOf(bodySchema, g) as fc.Arbitrary<Record<string, unknown>>) : fc.constant(undefined);
+      const bodyArb = bodySchema
+        ? (valueOf(bodySchema, g) as fc.Arbitrary<Record<string, unknown>>).map(uniqueStepIds)
+        : fc.constant(undefined);
       await fc.assert(
         fc.asyncProperty(requestOf(route, op, g), bodyArb, fc.boolean(), async (request, body, breakIt) => {
           const req = request();

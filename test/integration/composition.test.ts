@@ -61,7 +61,7 @@ describe("services configured by the composition root", () => {
     const edge = infoOf(core, "edge");
     const gw = edge.services.find((s) => s.name === "gateway");
     // The gateway's own settings still travel; the platform's do not.
-    expect(gw?.settings).toHaveProperty("logRouteRegistration", false);
+    expect(gw?.settings).toHaveProperty("ip", "0.0.0.0");
     expect(gw?.settings).not.toHaveProperty("config");
     expect(gw?.settings).not.toHaveProperty("store");
     expect(JSON.stringify(edge)).not.toContain(PASSWORD);
