@@ -3,7 +3,7 @@ import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
-import { attemptCountOf, render, scopeOf } from "./templates";
+import { attemptCountOf, condition, errorOf, render, scopeOf } from "./templates";
 import type { OutboxEvent, RunDoc } from "./run-doc";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
@@ -56,6 +56,7 @@ export const runView = ({
   attempt: view.attempt ?? 1,
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
+  stop_message: view.stop_message ?? null,
   steps: view.steps.map(({ attempts, ...step }: RunStep & { attempts?: number }) => ({
     ...step,
     attempt_count: attemptCountOf({ ...step, attempts }),
@@ -116,12 +117,21 @@ export function newRun(
 const approvalsOf = (steps: RunStep[]): (ApprovalDecision & { step_id: string })[] =>
   steps.flatMap((s) => (s.decision ? [{ step_id: s.id, ...s.decision }] : []));
 
+/** The step a failed run failed at (the last that failed), with its error; null for a run that did not fail. */
+const failedStepOf = (steps: RunStep[], status: RunStatus) => {
+  if (status !== "failed") return null;
+  const step = steps.findLast((s) => s.status === "failed");
+  return step ? { id: step.id, error: errorOf(step) } : null;
+};
+
 /**
  * `workflow.completed`, with the run's terminal status (the spec's fields), its attempt, the run it
- * reruns, its approval decisions and, when cancelled through the API, by whom and why.
+ * reruns, its approval decisions, the step it failed at and the message of the stop step that ended
+ * it, and, when cancelled through the API, by whom and why.
  */
 export const completedEvent = (
-  run: Pick<RunDoc, "workflow_id" | "id" | "steps"> & Partial<Pick<RunDoc, "attempt" | "rerun_of" | "cancelled_by" | "cancel_reason">>,
+  run: Pick<RunDoc, "workflow_id" | "id" | "steps"> &
+    Partial<Pick<RunDoc, "attempt" | "rerun_of" | "cancelled_by" | "cancel_reason" | "stop_message">>,
   status: RunStatus,
 ): OutboxEvent => ({
   id: newId("evt"),
@@ -133,6 +143,8 @@ export const completedEvent = (
     attempt: run.attempt ?? 1,
     rerun_of: run.rerun_of ?? null,
     approvals: approvalsOf(run.steps),
+    failed_step: failedStepOf(run.steps, status),
+    stop_message: run.stop_message ?? null,
     ...(run.cancelled_by && { cancelled_by: run.cancelled_by, cancel_reason: run.cancel_reason ?? "requested" }),
   },
 });
@@ -147,10 +159,18 @@ export function finish(
   at: string,
   stepStatus?: StepStatus,
   error?: string,
+  code?: string,
 ): Partial<RunDoc> {
   const steps = run.steps.map((s, i) => {
     if (i === run.cursor && stepStatus)
-      return { ...s, status: stepStatus, error: error ?? s.error, finished_at: at, started_at: s.started_at ?? at };
+      return {
+        ...s,
+        status: stepStatus,
+        error: error ?? s.error,
+        ...((code ?? (stepStatus === "failed" && error !== undefined)) && { error_code: code ?? "step_failed" }),
+        finished_at: at,
+        started_at: s.started_at ?? at,
+      };
     if (i >= run.cursor && (s.status === "pending" || s.status === "running" || s.status === "waiting"))
       return { ...s, status: "skipped" as const };
     return s;
@@ -302,10 +322,22 @@ export function wait(run: RunDoc, c: Clock, until: number | null, event?: Outbox
   return written(run, change, until === null ? keep(c) : { kind: "due", at: until }, c.now, true);
 }
 
-/** Fail: the current step fails for good with `error` (`patch`: what it leaves); the run ends `failed`. */
-export function fail(run: RunDoc, error: string, c: Clock, patch: Partial<RunStep> = {}): RunWrite {
+/**
+ * Fail: the current step fails for good with `error` (`patch`: what it leaves, `code` the kind of
+ * failure); the run ends `failed`, or with `on_error: continue` goes on to the next step.
+ */
+export function fail(run: RunDoc, error: string, c: Clock, patch: Partial<RunStep> = {}, code = "step_failed"): RunWrite {
+  if (run.definition[run.cursor]?.on_error === "continue") {
+    const started_at = run.steps[run.cursor].started_at ?? iso(c.now);
+    return advance(run, { ...patch, status: "failed", error, error_code: code, started_at }, c);
+  }
   const failed = { ...run, steps: put(run, patch) };
-  return written(run, finish(failed, "failed", iso(c.now), "failed", error), keep(c), c.now, true);
+  return written(run, finish(failed, "failed", iso(c.now), "failed", error, code), keep(c), c.now, true);
+}
+
+/** Skip: the current step's `if` was false; it is `skipped` (output null) and the run goes on. */
+export function skip(run: RunDoc, c: Clock): RunWrite {
+  return advance(run, { status: "skipped", output: null, error: null }, c);
 }
 
 /** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */
@@ -365,9 +397,9 @@ export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> 
   try {
     return start(run, c, secrets);
   } catch (err) {
-    // A template that cannot be filled (it reads a truncated output): the step fails, for good.
+    // A template that cannot be filled (a missing value, a truncated output): the step fails.
     if (!(err instanceof TemplateError)) throw err;
-    return { kind: "write", write: fail(run, err.message, c) };
+    return { kind: "write", write: fail(run, err.message, c, {}, "template_error") };
   }
 }
 
@@ -378,6 +410,7 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
   const at = iso(c.now);
   if (!step) return write(written(run, finish(run, "succeeded", at), keep(c), c.now, true));
   const state = run.steps[run.cursor];
+  if (step.if !== undefined && state.status === "pending" && !condition(step.if, scopeOf(run))) return write(skip(run, c));
   switch (step.type) {
     case "delay":
       if (state.status !== "waiting") return write(wait(run, c, c.now + step.duration_ms));
@@ -398,6 +431,20 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
       if (fault) return write(fail(run, fault, c, { attempt_count: 1 }));
       const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
       return write(advance(run, { output: { event_id: event.id }, started_at: at, attempt_count: 1 }, c, event));
+    }
+    case "set": {
+      const output = boundedOutput(render(step.output, scopeOf(run)), outputsBytes(run.steps, run.cursor));
+      return write(advance(run, { output, started_at: at, attempt_count: 1 }, c));
+    }
+    case "stop": {
+      const rendered = step.message === null ? null : render(step.message, scopeOf(run));
+      const message = rendered === null || typeof rendered === "string" ? rendered : JSON.stringify(rendered);
+      const stopped = { ...run, stop_message: message, steps: put(run, { output: { status: step.status, message }, attempt_count: 1 }) };
+      const end =
+        step.status === "succeeded"
+          ? finish(stopped, "succeeded", at, "succeeded")
+          : finish(stopped, "failed", at, "failed", message ?? "stopped", "stopped");
+      return write(written(run, { stop_message: message, ...end }, keep(c), c.now, true));
     }
     case "http":
       if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };
@@ -498,7 +545,11 @@ export function reject(run: RunDoc, now: number, d: Decider): RunWrite {
   checkWaitsForApproval(run);
   const { made, outbox } = decisionOf(run, "rejected", d, now);
   const rejected = { ...run, outbox, steps: put(run, { output: { approved: false }, decision: made }) };
-  return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected"), now);
+  if (run.definition[run.cursor]?.on_error === "continue") {
+    const steps = put(rejected, { status: "failed", error: "rejected", error_code: "rejected", finished_at: iso(now) });
+    return decided(run, { status: "running", cursor: run.cursor + 1, steps, pending_approval: null, outbox }, now);
+  }
+  return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected", "rejected"), now);
 }
 
 /** How many times one run may be retried (its `attempt` is at most one more). */
@@ -513,7 +564,8 @@ export const MAX_RUN_RETRIES = 20;
 export function retry(run: RunDoc, now: number): RunWrite {
   if (run.status !== "failed")
     throw new ApiError("invalid_state", `Only a failed run can be retried (it is ${run.status})`, { param: "run_id" });
-  const at = run.steps.findIndex((s) => s.status === "failed");
+  // The step the run ended at: earlier ones may have failed under `on_error: continue`.
+  const at = run.steps.findLastIndex((s) => s.status === "failed");
   if (at < 0) throw new ApiError("invalid_state", "The run has no failed step to go on from", { param: "run_id" });
   if (run.steps[at].decision?.decision === "rejected")
     throw new ApiError("invalid_state", "The run was rejected at an approval step: a decision is not retried; rerun it to ask again", {
@@ -524,7 +576,13 @@ export function retry(run: RunDoc, now: number): RunWrite {
     throw new ApiError("invalid_state", `The run was retried ${MAX_RUN_RETRIES} times already; rerun it`, { param: "run_id" });
   const fresh = { status: "pending" as const, output: null, error: null, attempt_count: 0, started_at: null, finished_at: null };
   const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
-  return written(run, { status: "queued", attempt, cursor: at, steps, finished_at: null }, { kind: "due", at: now }, now, true);
+  return written(
+    run,
+    { status: "queued", attempt, cursor: at, steps, finished_at: null, stop_message: null },
+    { kind: "due", at: now },
+    now,
+    true,
+  );
 }
 
 /** Rerun: a new run of `workflow` as it is now (its current version), with `old`'s input, linked to it; `old` must have ended. */
