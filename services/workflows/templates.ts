@@ -112,11 +112,11 @@ function valueOf(inner: string, scope: TemplateScope): unknown {
   }
 }
 
-/** The expression of a string that is one template alone, or null. */
+/** The expression of a string that is one template alone (its first `{{…}}` is all of it), or null. */
+const FIRST = /^\{\{(.*?)\}\}/;
 export function wholeTemplate(value: string): string | null {
-  if (!value.startsWith("{{") || !value.endsWith("}}")) return null;
-  const inner = value.slice(2, -2);
-  return inner.includes("}}") || inner.includes("{{") ? null : inner;
+  const first = FIRST.exec(value);
+  return first && first[0].length === value.length ? first[1] : null;
 }
 
 /**

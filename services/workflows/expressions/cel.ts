@@ -10,7 +10,7 @@ import { Environment, type ASTNode } from "@marcbachmann/cel-js";
 export const EXPRESSION_MAX_CHARS = 2000;
 
 /** Evaluation steps (nodes of the expression evaluated, counting each iteration; a function call counts 15) one evaluation may take. */
-export const MAX_EVALUATION_STEPS = 10_000;
+export const MAX_EVALUATION_STEPS = 5_000;
 
 /** An expression that cannot be compiled or evaluated: what is wrong and where (0-based offset in the expression). */
 export class ExpressionError extends Error {

@@ -1,0 +1,150 @@
+import { waitFor } from "../../tools/procs";
+import { expectError, usePlatform } from "../helpers/platform";
+import { acmeRuns, useStepTarget } from "../helpers/steps";
+
+/** The workflow language through the API: expressions, conditions, stop, set, on_error (docs/workflows/language.md). */
+const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "30" });
+const steps = useStepTarget();
+const { call, workflow, start, ended } = acmeRuns(suite);
+
+const completion = async (runId: string): Promise<any> => {
+  let found: any;
+  await waitFor(`run ${runId}'s workflow.completed`, async () => {
+    const events = (await call("GET", "/events?type=workflow.completed&per_page=100")).body.data;
+    found = events.find((e: any) => e.data.run_id === runId);
+    return found !== undefined;
+  });
+  return found.data;
+};
+
+describe("expressions in templates", () => {
+  it("compute values with their JSON types; the path forms keep their meaning", async () => {
+    const wf = await workflow([
+      {
+        id: "shape",
+        type: "set",
+        output: {
+          total: "{{ input.qty * input.price }}",
+          cents: "{{ input.qty * 100 }}",
+          email: "{{ input.email.trim().lower() }}",
+          tags: "{{ input.tags.join(', ') }}",
+          label: "order {{ input.id }} of {{ size(input.tags) }} tags",
+          old: "{{input.missing}}",
+          fallback: "{{ default(input.coupon, 'none') }}",
+          run: "{{ run.id == '' ? 'no' : 'yes' }}",
+        },
+      },
+      { id: "use", type: "set", output: "{{ steps.shape.output.total > 10 && steps.shape.status == 'succeeded' }}" },
+    ]);
+    const run = await ended(wf.id, await start(wf.id, { qty: 3, price: 4.5, email: " Ada@Example.COM ", tags: ["a", "b"], id: 7 }));
+    expect(run.status).toBe("succeeded");
+    expect(run.steps[0].output).toEqual({
+      total: 13.5,
+      cents: 300,
+      email: "ada@example.com",
+      tags: "a, b",
+      label: "order 7 of 2 tags",
+      old: null,
+      fallback: "none",
+      run: "yes",
+    });
+    expect(run.steps[1].output).toBe(true);
+  });
+
+  it("a missing value read by an expression fails the step with template_error, naming the expression", async () => {
+    const wf = await workflow([{ id: "shape", type: "set", output: { v: "{{ input.order.total * 2 }}" } }]);
+    const run = await ended(wf.id, await start(wf.id, { order: {} }));
+    expect(run.status).toBe("failed");
+    expect(run.steps[0]).toMatchObject({ status: "failed", error_code: "template_error" });
+    expect(run.steps[0].error).toMatch(/input\.order\.total \* 2.*No such key: total/);
+    const done = await completion(run.id);
+    expect(done.failed_step).toEqual({ id: "shape", error: { code: "template_error", message: run.steps[0].error } });
+  });
+
+  it.each([
+    [{ id: "a", type: "set", output: "{{ input.a + }}" }, "steps[0].output", /Unexpected token: EOF at character 12/],
+    [{ id: "a", type: "set", output: { x: ["{{ 1 + 'a' }}"] } }, "steps[0].output.x[0]", /no such overload/],
+    [{ id: "a", type: "set", output: "{{ steps.later.output }}" }, "steps[0].output", /'later', which is not an earlier step/],
+    [{ id: "a", type: "set", output: "{{ event.data }}" }, "steps[0].output", /Unknown variable: event/],
+    [{ id: "a", type: "set", output: "x", if: "input.a +" }, "steps[0].if", /at character/],
+    [{ id: "a", type: "set", output: "x", if: "'text'" }, "steps[0].if", /gives string, not a boolean/],
+    [{ id: "a", type: "emit", event_type: "a.b", data: { t: "{{ 'Bearer ' + secrets.T }}" } }, "steps[0].data.t", /secrets/],
+    [{ id: "a", type: "set", output: `{{ ${"1 + ".repeat(600)}1 }}` }, "steps[0].output", /at most 2000/],
+    [{ id: "a", type: "stop", status: "done" }, "steps[0].status", /"succeeded", "failed"/],
+    [{ id: "a", type: "stop", status: "failed", on_error: "continue" }, "steps[0].on_error", /takes no on_error/],
+    [{ id: "a", type: "set", output: 1, on_error: "ignore" }, "steps[0].on_error", /"fail" or "continue"/],
+  ])("refuses a bad expression or field when written, naming the step, the field and the position (%#)", async (step, param, message) => {
+    const res = await call("POST", "/workflows", { name: "wf", trigger: { type: "manual" }, steps: [step] });
+    expectError(res, 400, "parameter_invalid", param);
+    expect(res.body.error.message).toMatch(message);
+  });
+});
+
+describe("if, stop, set and on_error", () => {
+  it("a false if skips the step (output null) and the run goes on; later steps can test its status", async () => {
+    const wf = await workflow([
+      { id: "big", type: "http", url: `${steps.target.url}/big`, if: "input.amount >= 500" },
+      { id: "small", type: "set", if: "{{ input.amount < 500 }}", output: { note: "small order" } },
+      { id: "after", type: "set", output: "{{ steps.big.status + '/' + steps.small.status }}" },
+    ]);
+    const run = await ended(wf.id, await start(wf.id, { amount: 20 }));
+    expect(run.status).toBe("succeeded");
+    expect(run.steps.map((s: any) => s.status)).toEqual(["skipped", "succeeded", "succeeded"]);
+    expect(run.steps[0].output).toBeNull();
+    expect(run.steps[2].output).toBe("skipped/succeeded");
+    expect(steps.target.got).toHaveLength(0);
+  });
+
+  it("an if that gives no boolean fails the step saying so", async () => {
+    const wf = await workflow([{ id: "a", type: "set", if: "input.flag", output: 1 }]);
+    const run = await ended(wf.id, await start(wf.id, { flag: "yes" }));
+    expect(run.status).toBe("failed");
+    expect(run.steps[0].error).toMatch(/must give true or false; it gave "yes"/);
+  });
+
+  it("a stop step ends the run with its status and message; later steps are skipped", async () => {
+    const wf = await workflow([
+      { id: "check", type: "stop", if: "input.amount > 1000", status: "failed", message: "amount {{ input.amount }} is over the limit" },
+      { id: "done", type: "stop", status: "succeeded", message: "nothing to do" },
+      { id: "never", type: "http", url: `${steps.target.url}/never` },
+    ]);
+    const failed = await ended(wf.id, await start(wf.id, { amount: 5000 }));
+    expect(failed).toMatchObject({ status: "failed", stop_message: "amount 5000 is over the limit" });
+    expect(failed.steps.map((s: any) => s.status)).toEqual(["failed", "skipped", "skipped"]);
+    expect(failed.steps[0]).toMatchObject({ error: "amount 5000 is over the limit", error_code: "stopped" });
+    expect(await completion(failed.id)).toMatchObject({
+      status: "failed",
+      stop_message: "amount 5000 is over the limit",
+      failed_step: { id: "check", error: { code: "stopped", message: "amount 5000 is over the limit" } },
+    });
+    const ok = await ended(wf.id, await start(wf.id, { amount: 5 }));
+    expect(ok).toMatchObject({ status: "succeeded", stop_message: "nothing to do" });
+    expect(ok.steps.map((s: any) => s.status)).toEqual(["skipped", "succeeded", "skipped"]);
+    expect(await completion(ok.id)).toMatchObject({ status: "succeeded", stop_message: "nothing to do", failed_step: null });
+    expect(steps.target.got).toHaveLength(0);
+  });
+
+  it("on_error: continue leaves the step failed with its error and the run goes on, and succeeds", async () => {
+    steps.target.answer = () => ({ status: 503, json: { down: true } });
+    const wf = await workflow([
+      { id: "crm", type: "http", url: `${steps.target.url}/crm`, on_error: "continue" },
+      { id: "note", type: "set", output: { crm: "{{ steps.crm.status }}", why: "{{ steps.crm.error.message }}" } },
+    ]);
+    const run = await ended(wf.id, await start(wf.id));
+    expect(run.status).toBe("succeeded");
+    expect(run.steps[0]).toMatchObject({ status: "failed", error: "the server answered 503", error_code: "step_failed" });
+    expect(run.steps[1].output).toEqual({ crm: "failed", why: "the server answered 503" });
+    expect(await completion(run.id)).toMatchObject({ status: "succeeded", failed_step: null, stop_message: null });
+  });
+
+  it("a failed run's workflow.completed names the step it failed at", async () => {
+    steps.target.answer = () => ({ status: 500 });
+    const wf = await workflow([{ id: "call", type: "http", url: `${steps.target.url}/x` }]);
+    const run = await ended(wf.id, await start(wf.id));
+    expect(await completion(run.id)).toMatchObject({
+      status: "failed",
+      failed_step: { id: "call", error: { code: "step_failed", message: "the server answered 500" } },
+      stop_message: null,
+    });
+  });
+});
