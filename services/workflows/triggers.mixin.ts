@@ -10,6 +10,8 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { MAX_CHAIN_DEPTH, newRun } from "./runs.logic";
 import type { RunsMethods, RunsVars } from "./runs.mixin";
+import { eventView, listenersOf, passes } from "./trigger-match";
+import type { WorkflowDoc } from "./workflows.logic";
 
 const SWEEP_MS = 500;
 
@@ -20,6 +22,8 @@ interface TriggersVars extends RunsVars {
 interface TriggersMethods extends RunsMethods {
   /** Starts the runs one tenant's events trigger; answers the events not done. */
   trigger(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
+  /** Whether `event` starts `workflow` (its type or pattern, and its filter); a filter that fails says why in the log. */
+  passes(workflow: WorkflowDoc, event: EventDoc): boolean;
   /** A run the budget refused: a warning, and once per chain the `workflow.chain_limited` event. */
   chainLimited(tenant: Required<Tenant>, root: string, event: EventDoc, workflowId: string): Promise<void>;
 }
@@ -43,12 +47,17 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
     async trigger(tenant, events) {
       const incomplete = new Set<string>();
       const started: string[] = [];
-      const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
+      const listening = await listenersOf(
+        this.workflows,
+        tenant,
+        events.map((e: EventDoc) => e.type),
+      );
       const now = Date.now();
       await Promise.all(
         events.map(async (event: EventDoc) => {
           const targets = listening
-            .filter((wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id)
+            // Type, pattern and filter (trigger-match.ts): an event that does not pass costs no write.
+            .filter((wf) => wf.id !== event.origin_workflow_id && this.passes(wf, event))
             // Workflows that start each other through their events stop after MAX_CHAIN_DEPTH runs.
             .filter(() => {
               if ((event.chain_depth ?? 0) < MAX_CHAIN_DEPTH) return true;
@@ -67,7 +76,7 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
             if (event.chain_root === undefined) await this.openBudget(tenant, root, budget.expiresAt);
             await Promise.all(
               targets.map(async (wf) => {
-                const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
+                const input = { event: eventView(event) };
                 const run = {
                   ...traceOf(event),
                   ...newRun(
@@ -95,6 +104,12 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
       );
       for (const id of started) this.engine.wake(id);
       return incomplete;
+    },
+
+    passes(workflow, event) {
+      const { ok, why } = passes(workflow.trigger, event);
+      if (why) this.logger.info(`event ${event.id} (${event.type}) starts no run of workflow ${workflow.id}: ${why}`);
+      return ok;
     },
 
     async chainLimited(tenant, root, event, workflowId) {

@@ -3,6 +3,7 @@ import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/r
 import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
+import { isPattern, patternPrefix, validPattern } from "./trigger-match";
 import {
   HTTP_METHODS,
   type Actor,
@@ -48,10 +49,18 @@ export interface WorkflowDoc extends Omit<Workflow, "object"> {
   signing_secret?: string;
   /** The secret a rotation replaced, signing beside the new one until `expires_at`. */
   previous_signing_secret?: { secret: string; expires_at: string };
+  /** Event triggers with a pattern: the text before its `*`, indexed (trigger-match.ts); null or absent otherwise. */
+  trigger_prefix?: string | null;
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => ({
+export const workflowView = ({
+  org_id: _o,
+  signing_secret: _s,
+  previous_signing_secret: _p,
+  trigger_prefix: _tp,
+  ...view
+}: WorkflowDoc): WorkflowView => ({
   object: "workflow",
   ...view,
 });
@@ -99,11 +108,14 @@ export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: Wo
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));
 
-/** The trigger, checked: manual, or an event type (a custom type, or one the platform emits). */
+/**
+ * The trigger, checked: manual, or an event type (a custom type, or one the platform emits, or a
+ * pattern with `*` for one segment) with an optional filter, CEL over `event`.
+ */
 export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw))
     throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
-  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type");
+  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
   if (raw.type === "manual") {
@@ -113,14 +125,25 @@ export function checkTrigger(raw: unknown): Trigger {
   }
   if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event"], raw.type);
   const type = raw.event_type;
-  if (typeof type !== "string" || !EVENT_TYPE_PATTERN.test(type)) {
-    throw invalidParam("trigger.event_type", "trigger.event_type must be an event type such as 'order.created'");
+  const pattern = typeof type === "string" && isPattern(type);
+  if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {
+    throw invalidParam(
+      "trigger.event_type",
+      "trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*'",
+    );
   }
-  if (isReservedType(type) && !isSystemType(type)) {
+  if (!pattern && isReservedType(type) && !isSystemType(type)) {
     throw invalidParam("trigger.event_type", `Unknown event type '${type}': GET /v1/events/types lists the system types`);
   }
-  return { type: "event", event_type: type };
+  const fault: Fault = (field, message) => invalidParam(`trigger.${field}`, `trigger.${field}: ${message}`);
+  if (raw.filter === undefined) return { type: "event", event_type: type };
+  return { type: "event", event_type: type, filter: checkCondition(fault, "filter", raw.filter, "event") };
 }
+
+/** The stored index of a trigger's pattern (trigger-match.ts): the text before its `*`; null for anything else. */
+export const triggerPrefixOf = (trigger: Trigger): { trigger_prefix: string | null } => ({
+  trigger_prefix: trigger.type === "event" && isPattern(trigger.event_type) ? patternPrefix(trigger.event_type) : null,
+});
 
 /** Where a step's problem is, for the error: `steps[2].url`, with the step's id in the message. */
 class StepFault {

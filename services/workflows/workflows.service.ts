@@ -16,6 +16,7 @@ import { STORE } from "./workflows.store";
 import {
   checkSteps,
   checkTrigger,
+  triggerPrefixOf,
   versionId,
   versionOf,
   versionView,
@@ -77,6 +78,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           description: ctx.params.description ?? null,
           status: ctx.params.status ?? "active",
           trigger,
+          ...triggerPrefixOf(trigger),
           steps,
           version: 1,
           created_at: at,
@@ -129,7 +131,10 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (name !== undefined) set.name = name;
         if (description !== undefined) set.description = description;
         if (status !== undefined) set.status = status;
-        if (trigger !== undefined) set.trigger = checkTrigger(trigger);
+        if (trigger !== undefined) {
+          set.trigger = checkTrigger(trigger);
+          set.trigger_prefix = triggerPrefixOf(set.trigger).trigger_prefix;
+        }
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([

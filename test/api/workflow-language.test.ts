@@ -148,3 +148,55 @@ describe("if, stop, set and on_error", () => {
     });
   });
 });
+
+describe("event triggers with patterns and filters", () => {
+  const runsOf = async (wfId: string) => (await call("GET", `/workflows/${wfId}/runs`)).body.data as any[];
+
+  it("order.* with a filter: events of the pattern that pass start a run; others start nothing", async () => {
+    const create = await call("POST", "/workflows", {
+      name: "big orders",
+      trigger: { type: "event", event_type: "lang_test.*", filter: "event.data.amount >= 500" },
+      steps: [{ id: "note", type: "set", output: "{{ input.event.type + ':' + string(input.event.data.amount) }}" }],
+    });
+    expect(create.status).toBe(201);
+    expect(create.body.data.trigger).toEqual({ type: "event", event_type: "lang_test.*", filter: "event.data.amount >= 500" });
+    const wf = create.body.data;
+    const exact = await call("POST", "/workflows", {
+      name: "exact",
+      trigger: { type: "event", event_type: "lang_test.created" },
+      steps: [{ id: "a", type: "set", output: 1 }],
+    });
+    for (const [type, amount] of [
+      ["lang_test.created", 900],
+      ["lang_test.updated", 10],
+      ["lang_test.updated.late", 900],
+      ["other_test.created", 900],
+      ["lang_test.paid", 500],
+    ] as const)
+      expect((await call("POST", "/events", { type, data: { amount } })).status).toBe(201);
+    // A missing field: the filter fails on it, which does not pass.
+    expect((await call("POST", "/events", { type: "lang_test.created", data: {} })).status).toBe(201);
+    await waitFor("the two passing events' runs", async () => (await runsOf(wf.id)).length >= 2);
+    await waitFor("the exact workflow's two runs", async () => (await runsOf(exact.body.data.id)).length >= 2);
+    // Events are triggered in order of storage: after the last one's run, none of the others can come.
+    const marker = await call("POST", "/events", { type: "lang_test.marker", data: { amount: 1000 } });
+    await waitFor("the marker's run", async () => (await runsOf(wf.id)).some((r) => r.trigger.event_id === marker.body.data.id));
+    const runs = await runsOf(wf.id);
+    const done = await Promise.all(runs.map((r) => ended(wf.id, r.id)));
+    expect(done.map((r) => r.steps[0].output).sort()).toEqual(["lang_test.created:900", "lang_test.marker:1000", "lang_test.paid:500"]);
+  });
+
+  it.each([
+    [{ type: "event", event_type: "order.**" }, "trigger.event_type"],
+    [{ type: "event", event_type: "order.*x" }, "trigger.event_type"],
+    [{ type: "event", event_type: "*" }, "trigger.event_type"],
+    [{ type: "event", event_type: "order.*", filter: "event.data.amount >=" }, "trigger.filter"],
+    [{ type: "event", event_type: "order.*", filter: "input.a" }, "trigger.filter"],
+    [{ type: "event", event_type: "order.*", filter: 5 }, "trigger.filter"],
+    [{ type: "manual", filter: "true" }, "trigger.filter"],
+  ])("refuses a bad pattern or filter, naming the field (%#)", async (trigger, param) => {
+    const res = await call("POST", "/workflows", { name: "wf", trigger, steps: [{ id: "a", type: "set", output: 1 }] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.param).toBe(param);
+  });
+});
