@@ -297,8 +297,8 @@ export class RunEngine {
           : move.request;
         // Redacted: what the server sent and the error, never the engine's own fields (a secret
         // whose value is `k` turned the attempt's `ok` into another key and failed the step).
-        const { ok, output, error } = await this.call(run, request);
-        const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
+        const { output, error, ...facts } = await this.call(run, request);
+        const result = { ...facts, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);
@@ -333,7 +333,7 @@ export class RunEngine {
       return { ok: false, output: null, error: `url '${url.slice(0, 200)}': ${(err as Error).message}` };
     }
     const res = await outbound(this.agent, url, { method, headers, body, timeoutMs, keep: ANSWER_LIMIT });
-    if (!res.answered) return { ok: false, output: null, error: res.error };
+    if (!res.answered) return { ok: false, output: null, error: res.error, ms: res.ms, timed_out: / within \d+ ms$/.test(res.error) };
     let parsed: unknown = res.text;
     let refused: string | null = null;
     // Longer than what is read of it: not kept, the output says so (outputs.ts).
@@ -352,6 +352,13 @@ export class RunEngine {
     const good = res.status >= 200 && res.status < 300;
     const ok = good && refused === null;
     const error = ok ? null : good ? refused : `the server answered ${res.status}${refused ? `; ${refused}` : ""}`;
-    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error };
+    return {
+      ok,
+      output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed },
+      error,
+      status_code: res.status,
+      ms: res.ms,
+      ...(res.retryAfter !== undefined && { retry_after: res.retryAfter }),
+    };
   }
 }

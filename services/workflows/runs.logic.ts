@@ -4,6 +4,7 @@ import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
 import { attemptCountOf, condition, errorOf, render, scopeOf } from "./templates";
+import { ATTEMPTS_KEPT, nextRetry, policyOf, type AttemptFacts } from "./retry.logic";
 import type { OutboxEvent, RunDoc } from "./run-doc";
 import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
@@ -14,6 +15,7 @@ import {
   type RunStatus,
   type RunStep,
   type RunTrigger,
+  type StepAttempt,
   type StepStatus,
 } from "../../shared/api/wire";
 
@@ -57,9 +59,11 @@ export const runView = ({
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
   stop_message: view.stop_message ?? null,
-  steps: view.steps.map(({ attempts, ...step }: RunStep & { attempts?: number }) => ({
+  // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
+  steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
     ...step,
     attempt_count: attemptCountOf({ ...step, attempts }),
+    ...(Array.isArray(attempts) && { attempts }),
   })),
 });
 
@@ -340,26 +344,44 @@ export function skip(run: RunDoc, c: Clock): RunWrite {
   return advance(run, { status: "skipped", output: null, error: null }, c);
 }
 
-/** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */
-export const retryDelay = (baseMs: number, attempt: number): number => Math.min(60_000, baseMs * 2 ** (attempt - 1));
+export { retryDelay } from "./retry.logic";
 
-/** One attempt of an http step, as the engine made it. */
-export interface Attempt {
+/** One attempt of an http step, as the engine made it: the facts a retry policy decides on, and how long it took. */
+export interface Attempt extends AttemptFacts {
   ok: boolean;
   output: unknown;
   error: string | null;
+  ms?: number;
 }
 
-/** An attempt of the current http step ended: advance, retry (due after the back-off) while it has retries left, or fail. */
-export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: number): RunWrite {
+/**
+ * An attempt of the current http step ended: advance, retry (due after the policy's wait) while
+ * the policy retries it, or fail. The attempt joins the step's newest ATTEMPTS_KEPT.
+ */
+export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: number, random = Math.random): RunWrite {
   const step = run.definition[run.cursor] as HttpStep;
+  const state = run.steps[run.cursor];
   // Within the step's and the run's bounds on stored outputs (see outputs.ts).
   const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
-  const attempt_count = attemptCountOf(run.steps[run.cursor]) + 1;
-  if (result.ok) return advance(run, { output, error: null, attempt_count }, c);
-  if (attempt_count > step.retries) return fail(run, result.error ?? "failed", c, { output, attempt_count });
-  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempt_count) };
-  return written(run, { steps: put(run, { output, error: result.error, attempt_count }) }, retry, c.now, true);
+  const attempt_count = attemptCountOf(state) + 1;
+  const record: StepAttempt = {
+    attempt: attempt_count,
+    started_at: iso(c.now - (result.ms ?? 0)),
+    finished_at: iso(c.now),
+    ...(result.status_code !== undefined && { status_code: result.status_code }),
+    error: result.error === null ? null : result.error.slice(0, 500),
+  };
+  const attempts = [...(Array.isArray(state.attempts) ? state.attempts : []), record].slice(-ATTEMPTS_KEPT);
+  if (result.ok) return advance(run, { output, error: null, attempt_count, attempts }, c);
+  const wait = nextRetry(policyOf(step, retryBaseMs), attempt_count, result, c.now, random);
+  if (wait === null) return fail(run, result.error ?? "failed", c, { output, attempt_count, attempts });
+  return written(
+    run,
+    { steps: put(run, { output, error: result.error, attempt_count, attempts }) },
+    { kind: "due", at: c.now + wait },
+    c.now,
+    true,
+  );
 }
 
 /** An http step's request, its fields filled from the run's input and earlier outputs. */

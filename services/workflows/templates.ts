@@ -38,7 +38,7 @@ export interface TemplateScope {
 }
 
 /** How many times a step was tried: runs stored before the rename counted them in `attempts`. */
-export const attemptCountOf = (step: RunDoc["steps"][number] & { attempts?: number }): number =>
+export const attemptCountOf = (step: Omit<RunDoc["steps"][number], "attempts"> & { attempts?: unknown }): number =>
   step.attempt_count ?? (typeof step.attempts === "number" ? step.attempts : 0);
 
 export const errorOf = (s: RunDoc["steps"][number]): StepState["error"] =>

@@ -4,6 +4,7 @@ import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
 import { isPattern, patternPrefix, validPattern } from "./trigger-match";
+import { checkRetry } from "./retry.logic";
 import {
   HTTP_METHODS,
   type Actor,
@@ -164,7 +165,7 @@ class StepFault {
 }
 
 const FIELDS: Record<StepType, readonly string[]> = {
-  http: ["method", "url", "headers", "body", "timeout_ms", "retries"],
+  http: ["method", "url", "headers", "body", "timeout_ms", "retries", "retry"],
   delay: ["duration_ms"],
   approval: ["message"],
   emit: ["event_type", "data"],
@@ -235,6 +236,11 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
   return steps;
 }
 
+function retryOf(fault: StepFault, item: Record<string, unknown>) {
+  if (item.retries !== undefined) throw fault.error("retry", "give retries (the short form) or retry, not both");
+  return checkRetry(item.retry, (field, message) => fault.error(field, message));
+}
+
 async function checkStep(fault: StepFault, id: string, type: StepType, item: Record<string, unknown>, rules: TargetRules): Promise<Step> {
   switch (type) {
     case "http": {
@@ -273,6 +279,7 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
         body: item.body ?? null,
         timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, HTTP_TIMEOUT_MAX_MS, HTTP_TIMEOUT_DEFAULT_MS),
         retries: integerIn(fault, "retries", item.retries, 0, HTTP_RETRIES_MAX, 0),
+        ...(item.retry !== undefined && { retry: retryOf(fault, item) }),
       };
     }
     case "delay":

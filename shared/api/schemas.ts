@@ -447,12 +447,28 @@ export const RESOURCES: Record<string, JsonSchema> = {
       finished_at: nullable(time),
       message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
       decision: { ...refOrNull("ApprovalDecision"), description: "Approval steps, once decided" },
+      attempts: {
+        type: "array",
+        maxItems: 10,
+        description: "http steps: the newest attempts (at most 10), each with why it failed",
+        items: object(
+          "StepAttempt",
+          {
+            attempt: { type: "integer", minimum: 1 },
+            started_at: time,
+            finished_at: time,
+            status_code: { type: "integer" },
+            error: { type: ["string", "null"] },
+          },
+          ["status_code"],
+        ),
+      },
       error_code: {
         type: ["string", "null"],
         description: "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`)",
       },
     },
-    ["message", "decision", "error_code"],
+    ["message", "decision", "attempts", "error_code"],
   ),
   ApprovalDecision: object("ApprovalDecision", {
     decision: { type: "string", enum: ["approved", "rejected"] },

@@ -379,8 +379,19 @@ export interface RunStep {
   message?: string | null;
   /** Approval steps, once decided. */
   decision?: ApprovalDecision | null;
+  /** http steps: the newest attempts (at most 10), each with why it failed. */
+  attempts?: StepAttempt[];
   /** Failed steps: what kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`). */
   error_code?: string | null;
+}
+
+/** One attempt of an http step. */
+export interface StepAttempt {
+  attempt: number;
+  started_at: string;
+  finished_at: string;
+  status_code?: number;
+  error: string | null;
 }
 
 /** The approval a waiting run asks for: its step and message. */

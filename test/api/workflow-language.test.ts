@@ -200,3 +200,60 @@ describe("event triggers with patterns and filters", () => {
     expect(res.body.error.param).toBe(param);
   });
 });
+
+describe("retry policies and attempts", () => {
+  it("a 400 is not retried under retries: N (a 503 is), and every attempt is kept with why it failed", async () => {
+    steps.target.answer = (n) => (n < 3 ? { status: 503, json: { n } } : { status: 400, json: { bad: true } });
+    const wf = await workflow([{ id: "call", type: "http", url: `${steps.target.url}/r`, retries: 5 }]);
+    const run = await ended(wf.id, await start(wf.id));
+    expect(run.status).toBe("failed");
+    expect(steps.target.got).toHaveLength(3);
+    expect(run.steps[0].attempt_count).toBe(3);
+    expect(run.steps[0].attempts.map((a: any) => [a.attempt, a.status_code, a.error])).toEqual([
+      [1, 503, "the server answered 503"],
+      [2, 503, "the server answered 503"],
+      [3, 400, "the server answered 400"],
+    ]);
+    for (const a of run.steps[0].attempts) expect(Date.parse(a.finished_at)).toBeGreaterThanOrEqual(Date.parse(a.started_at));
+  });
+
+  it("a policy retries what its on names, waiting as Retry-After asks up to max_interval_ms", async () => {
+    steps.target.answer = (n) =>
+      n === 1 ? { status: 429, json: {} } : n === 2 ? { status: 418, json: {} } : { status: 200, json: { ok: 1 } };
+    const wf = await workflow([
+      {
+        id: "call",
+        type: "http",
+        url: `${steps.target.url}/p`,
+        retry: { max_attempts: 4, initial_interval_ms: 10, backoff_rate: 2, max_interval_ms: 50, jitter: "none", on: ["429", "4xx"] },
+      },
+    ]);
+    const run = await ended(wf.id, await start(wf.id));
+    expect(run.status).toBe("succeeded");
+    expect(run.steps[0].attempts.map((a: any) => a.status_code)).toEqual([429, 418, 200]);
+  });
+
+  it("keeps the newest 10 attempts", async () => {
+    steps.target.answer = () => ({ status: 500, json: {} });
+    const wf = await workflow([
+      {
+        id: "call",
+        type: "http",
+        url: `${steps.target.url}/many`,
+        retry: { max_attempts: 12, initial_interval_ms: 1, backoff_rate: 1, max_interval_ms: 1, jitter: "none", on: ["5xx"] },
+      },
+    ]);
+    const run = await ended(wf.id, await start(wf.id));
+    expect(run.steps[0].attempt_count).toBe(12);
+    expect(run.steps[0].attempts.map((a: any) => a.attempt)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  it("refuses a bad policy naming its field", async () => {
+    const res = await call("POST", "/workflows", {
+      name: "wf",
+      trigger: { type: "manual" },
+      steps: [{ id: "a", type: "http", url: "https://example.com", retry: { max_attempts: 0 } }],
+    });
+    expectError(res, 400, "parameter_invalid", "steps[0].retry.max_attempts");
+  });
+});

@@ -125,7 +125,12 @@ const CALL_STEPS = 15;
 
 const ENVIRONMENTS: Record<Place, Environment> = (() => {
   const step = base();
-  step.registerVariable("input", "dyn").registerVariable("steps", "map").registerVariable("run", "map").registerVariable("workflow", "map");
+  // run and workflow have known fields: reading another one is refused when written.
+  step
+    .registerVariable("input", "dyn")
+    .registerVariable("steps", "map")
+    .registerVariable({ name: "run", schema: { id: "string", attempt: "int", created_at: "string" } })
+    .registerVariable({ name: "workflow", schema: { id: "string", version: "int" } });
   const event = base();
   event.registerVariable("event", "map");
   return { step, event };
