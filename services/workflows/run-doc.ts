@@ -23,6 +23,9 @@ export interface RunDoc extends Omit<Run, "object"> {
   /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
   stalls?: number;
   outbox: OutboxEvent[];
+  /** Internal: ms since the epoch by which the run must end (its workflow's timeout_ms), and that timeout. */
+  deadline_at?: number;
+  timeout_ms?: number;
   /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
   trigger_key?: string;
   /** Internal: event-started runs in the chain that led to this one (its events carry it on). */

@@ -6,7 +6,7 @@ import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
 import { attemptCountOf, condition, errorOf, render, scopeOf } from "./templates";
 import { ATTEMPTS_KEPT, nextRetry, policyOf, type AttemptFacts } from "./retry.logic";
 import type { OutboxEvent, RunDoc } from "./run-doc";
-import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
+import type { ApprovalStep, HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
   FINISHED_RUN_STATUSES,
   type Actor,
@@ -50,6 +50,8 @@ export const runView = ({
   chain_root: _cr,
   request_id: _rq,
   traceparent: _tp,
+  deadline_at: _dl,
+  timeout_ms: _tm,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -114,6 +116,7 @@ export function newRun(
     ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
     ...(chainDepth > 0 && { chain_depth: chainDepth }),
     ...(chainRoot !== undefined && { chain_root: chainRoot }),
+    ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
   };
 }
 
@@ -230,7 +233,11 @@ const leaseFor = (step: Step | undefined, marginMs: number): number => (step?.ty
  * The write of `change`. Every write bumps `rev`; `progress` (every write but a decision's and the
  * mark of an http attempt before its request) resets the count of claims that stored nothing.
  */
-function written(run: RunDoc, change: Partial<RunDoc>, hold: Hold, now: number, progress: boolean): RunWrite {
+function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: number, progress: boolean): RunWrite {
+  // A time limit (the run's, a waiting approval's) makes a parked or waiting run due when it falls due.
+  const limit = limitOf({ ...run, ...change });
+  const hold: Hold =
+    limit === null || given.kind === "keep" ? given : { kind: "due", at: given.kind === "due" ? Math.min(given.at, limit) : limit };
   const dueAt =
     hold.kind === "keep"
       ? now + leaseFor(run.definition[change.cursor ?? run.cursor], hold.marginMs)
@@ -248,6 +255,15 @@ function written(run: RunDoc, change: Partial<RunDoc>, hold: Hold, now: number, 
     events: (change.outbox ?? []).filter((e) => !queued.has(e.id)),
     released: hold.kind !== "keep",
   };
+}
+
+/** The earliest time limit of a run that has not ended: its deadline, its waiting approval's timeout; null when none. */
+function limitOf(run: RunDoc): number | null {
+  if (TERMINAL.has(run.status)) return null;
+  const waiting = run.steps[run.cursor];
+  const approval = waiting?.status === "waiting" && waiting.timeout_at ? Date.parse(waiting.timeout_at) : null;
+  const limits = [run.deadline_at ?? null, approval].filter((t): t is number => t !== null);
+  return limits.length > 0 ? Math.min(...limits) : null;
 }
 
 /** The store's update for a write. */
@@ -315,11 +331,18 @@ export function advance(run: RunDoc, patch: Partial<RunStep>, c: Clock, event?: 
  * approval, `event` its approval.requested: the engine keeps the run until the event is published,
  * then parks it).
  */
-export function wait(run: RunDoc, c: Clock, until: number | null, event?: OutboxEvent, approval?: { message: string | null }): RunWrite {
+export function wait(
+  run: RunDoc,
+  c: Clock,
+  until: number | null,
+  event?: OutboxEvent,
+  approval?: { message: string | null; timeoutMs?: number },
+): RunWrite {
   const at = iso(c.now);
+  const timeout = approval?.timeoutMs !== undefined && { timeout_at: iso(c.now + approval.timeoutMs) };
   const change: Partial<RunDoc> = {
     status: "waiting",
-    steps: put(run, { status: "waiting", started_at: at, ...(approval && { message: approval.message, decision: null }) }),
+    steps: put(run, { status: "waiting", started_at: at, ...(approval && { message: approval.message, decision: null }), ...timeout }),
     ...(approval && { pending_approval: { step_id: run.steps[run.cursor].id, message: approval.message, requested_at: at } }),
     ...(event && { outbox: [...run.outbox, event] }),
   };
@@ -415,6 +438,8 @@ export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } 
 
 export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> = {}): Move {
   if (run.outbox.length > 0) return { kind: "publish" };
+  const late = timedOut(run, c);
+  if (late) return { kind: "write", write: late };
   if (isParked(run)) return { kind: "write", write: written(run, {}, PARKED, c.now, true) };
   try {
     return start(run, c, secrets);
@@ -423,6 +448,26 @@ export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> 
     if (!(err instanceof TemplateError)) throw err;
     return { kind: "write", write: fail(run, err.message, c, {}, "template_error") };
   }
+}
+
+/**
+ * A time limit that has passed: the run's (it fails at its current step with `run_timed_out`), or
+ * its waiting approval's (the step fails with `timed_out`, and its on_error decides); else null.
+ */
+function timedOut(run: RunDoc, c: Clock): RunWrite | null {
+  if (TERMINAL.has(run.status)) return null;
+  if (run.deadline_at !== undefined && run.deadline_at <= c.now) {
+    const at = iso(c.now);
+    const why = `the run did not end within its workflow's timeout_ms (${run.timeout_ms ?? "?"} ms)`;
+    return written(run, finish(run, "failed", at, "failed", why, "run_timed_out"), keep(c), c.now, true);
+  }
+  const state = run.steps[run.cursor];
+  if (state?.status === "waiting" && state.timeout_at && Date.parse(state.timeout_at) <= c.now) {
+    const step = run.definition[run.cursor] as ApprovalStep;
+    const write = fail(run, `no decision within the step's timeout_ms (${step.timeout_ms ?? "?"} ms)`, c, {}, "timed_out");
+    return { ...write, set: { ...write.set, pending_approval: null } };
+  }
+  return null;
 }
 
 /** The current step, taken one move further. */
@@ -444,7 +489,9 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
       if (fault) return write(fail(run, `approval.requested: ${fault}`, c));
       // On the run as text (a template of the whole message may have filled in a value).
       const text = message === null || typeof message === "string" ? message : JSON.stringify(message);
-      return write(wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }, { message: text }));
+      return write(
+        wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }, { message: text, timeoutMs: step.timeout_ms }),
+      );
     }
     case "emit": {
       const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
@@ -596,11 +643,28 @@ export function retry(run: RunDoc, now: number): RunWrite {
   const attempt = (run.attempt ?? 1) + 1;
   if (attempt > MAX_RUN_RETRIES + 1)
     throw new ApiError("invalid_state", `The run was retried ${MAX_RUN_RETRIES} times already; rerun it`, { param: "run_id" });
-  const fresh = { status: "pending" as const, output: null, error: null, attempt_count: 0, started_at: null, finished_at: null };
+  const fresh = {
+    status: "pending" as const,
+    output: null,
+    error: null,
+    attempt_count: 0,
+    started_at: null,
+    finished_at: null,
+    timeout_at: null,
+  };
   const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
   return written(
     run,
-    { status: "queued", attempt, cursor: at, steps, finished_at: null, stop_message: null },
+    {
+      status: "queued",
+      attempt,
+      cursor: at,
+      steps,
+      finished_at: null,
+      stop_message: null,
+      // A retried run has its whole time limit again.
+      ...(run.timeout_ms !== undefined && { deadline_at: now + run.timeout_ms }),
+    },
     { kind: "due", at: now },
     now,
     true,

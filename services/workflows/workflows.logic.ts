@@ -97,6 +97,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   status: doc.status,
   trigger: doc.trigger,
   steps: doc.steps,
+  timeout_ms: doc.timeout_ms ?? null,
   created_at: doc.updated_at,
   created_by: by,
 });
@@ -167,7 +168,7 @@ class StepFault {
 const FIELDS: Record<StepType, readonly string[]> = {
   http: ["method", "url", "headers", "body", "timeout_ms", "retries", "retry"],
   delay: ["duration_ms"],
-  approval: ["message"],
+  approval: ["message", "timeout_ms"],
   emit: ["event_type", "data"],
   stop: ["status", "message"],
   set: ["output"],
@@ -289,7 +290,12 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
       if (message !== null && (typeof message !== "string" || message.length > 1000)) {
         throw fault.error("message", "message must be a string of at most 1000 characters");
       }
-      return { id, type, message };
+      return {
+        id,
+        type,
+        message,
+        ...(item.timeout_ms !== undefined && { timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, DELAY_MAX_MS) }),
+      };
     }
     case "emit": {
       const eventType = item.event_type;

@@ -80,6 +80,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           trigger,
           ...triggerPrefixOf(trigger),
           steps,
+          timeout_ms: ctx.params.timeout_ms ?? null,
           version: 1,
           created_at: at,
           updated_at: at,
@@ -136,6 +137,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           set.trigger_prefix = triggerPrefixOf(set.trigger).trigger_prefix;
         }
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
+        if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([
           {

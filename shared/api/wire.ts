@@ -294,6 +294,8 @@ export interface ApprovalStep extends StepCommon {
   id: string;
   type: "approval";
   message: string | null;
+  /** No decision within this: the step fails with `timed_out`. */
+  timeout_ms?: number;
 }
 export interface EmitStep extends StepCommon {
   id: string;
@@ -325,6 +327,8 @@ export interface Workflow {
   status: "active" | "inactive";
   trigger: Trigger;
   steps: Step[];
+  /** The most a run may take, in ms; a run over it fails with `run_timed_out`. Null: no limit. */
+  timeout_ms?: number | null;
   version: number;
   created_at: string;
   updated_at: string;
@@ -379,6 +383,8 @@ export interface RunStep {
   message?: string | null;
   /** Approval steps, once decided. */
   decision?: ApprovalDecision | null;
+  /** Approval steps with a timeout_ms, while they wait: when they time out. */
+  timeout_at?: string | null;
   /** http steps: the newest attempts (at most 10), each with why it failed. */
   attempts?: StepAttempt[];
   /** Failed steps: what kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`). */
@@ -440,6 +446,7 @@ export interface WorkflowVersion {
   status: Workflow["status"];
   trigger: Trigger;
   steps: Step[];
+  timeout_ms?: number | null;
   created_at: string;
   created_by: Actor | null;
 }

@@ -257,3 +257,69 @@ describe("retry policies and attempts", () => {
     expectError(res, 400, "parameter_invalid", "steps[0].retry.max_attempts");
   });
 });
+
+describe("time limits", () => {
+  it("an approval with timeout_ms fails timed_out when no one decides; with on_error: continue the run goes on", async () => {
+    const wf = await workflow([
+      { id: "gate", type: "approval", message: "ok?", timeout_ms: 300 },
+      { id: "after", type: "set", output: "reached" },
+    ]);
+    const waiting = await start(wf.id);
+    const during = (await call("GET", `/workflows/${wf.id}/runs/${waiting}`)).body.data;
+    const run = await ended(wf.id, waiting);
+    expect(run.status).toBe("failed");
+    expect(run.pending_approval).toBeNull();
+    expect(run.steps[0]).toMatchObject({
+      status: "failed",
+      error_code: "timed_out",
+      error: "no decision within the step's timeout_ms (300 ms)",
+    });
+    if (during.status === "waiting") expect(Date.parse(during.steps[0].timeout_at)).toBeGreaterThan(Date.parse(during.steps[0].started_at));
+    expect(await completion(run.id)).toMatchObject({ failed_step: { id: "gate", error: { code: "timed_out" } } });
+
+    const tolerant = await workflow([
+      { id: "gate", type: "approval", message: null, timeout_ms: 200, on_error: "continue" },
+      { id: "after", type: "set", output: "{{ steps.gate.error.code }}" },
+    ]);
+    const goesOn = await ended(tolerant.id, await start(tolerant.id));
+    expect(goesOn.status).toBe("succeeded");
+    expect(goesOn.steps[1].output).toBe("timed_out");
+  });
+
+  it("a workflow's timeout_ms fails a run still running past it with run_timed_out, whatever it waits for", async () => {
+    const create = await call("POST", "/workflows", {
+      name: "bounded",
+      trigger: { type: "manual" },
+      timeout_ms: 400,
+      steps: [
+        { id: "nap", type: "delay", duration_ms: 60_000 },
+        { id: "never", type: "set", output: 1 },
+      ],
+    });
+    expect(create.status).toBe(201);
+    expect(create.body.data.timeout_ms).toBe(400);
+    const startedAt = Date.now();
+    const run = await ended(create.body.data.id, await start(create.body.data.id));
+    expect(Date.now() - startedAt).toBeLessThan(30_000);
+    expect(run.status).toBe("failed");
+    expect(run.steps.map((s: any) => s.status)).toEqual(["failed", "skipped"]);
+    expect(run.steps[0]).toMatchObject({ error_code: "run_timed_out" });
+    expect(await completion(run.id)).toMatchObject({ failed_step: { id: "nap", error: { code: "run_timed_out" } } });
+  });
+
+  it("refuses a bad timeout", async () => {
+    const res = await call("POST", "/workflows", {
+      name: "wf",
+      trigger: { type: "manual" },
+      timeout_ms: 0,
+      steps: [{ id: "a", type: "set", output: 1 }],
+    });
+    expectError(res, 400, "parameter_invalid", "timeout_ms");
+    const step = await call("POST", "/workflows", {
+      name: "wf",
+      trigger: { type: "manual" },
+      steps: [{ id: "a", type: "approval", timeout_ms: -1 }],
+    });
+    expectError(step, 400, "parameter_invalid", "steps[0].timeout_ms");
+  });
+});
