@@ -95,7 +95,7 @@ export function checkRetry(raw: unknown, fail: (field: string, message: string) 
   const jitter = raw.jitter ?? "full";
   if (jitter !== "full" && jitter !== "none") throw fail("retry.jitter", `retry.jitter must be "full" or "none"`);
   const on = raw.on ?? [...DEFAULT_RETRY_ON];
-  if (!Array.isArray(on) || on.some((k) => !(RETRY_ON as readonly unknown[]).includes(k)) || new Set(on).size !== on.length)
-    throw fail("retry.on", `retry.on must be a list of distinct kinds from ${RETRY_ON.map((k) => JSON.stringify(k)).join(", ")}`);
-  return { max_attempts, initial_interval_ms, backoff_rate, max_interval_ms, jitter, on: on as RetryPolicy["on"] };
+  if (!Array.isArray(on) || on.some((k) => !(RETRY_ON as readonly unknown[]).includes(k)))
+    throw fail("retry.on", `retry.on must be a list of kinds from ${RETRY_ON.map((k) => JSON.stringify(k)).join(", ")}`);
+  return { max_attempts, initial_interval_ms, backoff_rate, max_interval_ms, jitter, on: [...new Set(on)] as RetryPolicy["on"] };
 }

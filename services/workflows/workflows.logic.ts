@@ -237,8 +237,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
   return steps;
 }
 
+/** A step's full retry policy: when given, it replaces `retries`, its short form. */
 function retryOf(fault: StepFault, item: Record<string, unknown>) {
-  if (item.retries !== undefined) throw fault.error("retry", "give retries (the short form) or retry, not both");
   return checkRetry(item.retry, (field, message) => fault.error(field, message));
 }
 

@@ -129,7 +129,7 @@ const RETRY_POLICY = object(
     backoff_rate: { type: "number", minimum: 1, maximum: 10 },
     max_interval_ms: { type: "integer", minimum: 1, maximum: 3_600_000 },
     jitter: { type: "string", enum: ["full", "none"] },
-    on: { type: "array", items: { type: "string", enum: ["timeout", "network", "5xx", "429", "408", "4xx"] }, uniqueItems: true },
+    on: { type: "array", items: { type: "string", enum: ["timeout", "network", "5xx", "429", "408", "4xx"] } },
   },
   [],
   "When an http step's attempt is tried again; Retry-After is honoured up to max_interval_ms",
@@ -526,6 +526,15 @@ export const RESOURCES: Record<string, JsonSchema> = {
     },
     ["cancelled_by", "cancel_reason"],
   ),
+  WorkflowDefinition: object("WorkflowDefinition", {
+    object: objectTag("workflow_definition"),
+    name: { type: "string" },
+    description: { type: ["string", "null"] },
+    status: { type: "string", enum: ["active", "inactive"] },
+    trigger: ref("Trigger"),
+    steps: { type: "array", items: ref("Step") },
+    timeout_ms: { type: ["integer", "null"] },
+  }),
   WorkflowVersion: object(
     "WorkflowVersion",
     {
@@ -795,6 +804,7 @@ const subscription = {
  */
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "workflows.create": { trigger: ref("Trigger"), steps },
+  "workflows.validate": { trigger: ref("Trigger"), steps },
   "workflows.update": { trigger: ref("Trigger"), steps },
   "keys.create": {
     scopes: { type: "array", minItems: 1, maxItems: SCOPE_NAMES.length, items: ref("Scope"), description: "Scopes your own key holds" },

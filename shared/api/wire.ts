@@ -334,6 +334,12 @@ export interface Workflow {
   updated_at: string;
 }
 
+/** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
+export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
+  Workflow,
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms"
+>;
+
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
 export type WorkflowWithSecret = Workflow & { signing_secret: string };
 

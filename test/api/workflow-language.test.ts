@@ -323,3 +323,57 @@ describe("time limits", () => {
     expectError(step, 400, "parameter_invalid", "steps[0].timeout_ms");
   });
 });
+
+describe("POST /workflows/validate", () => {
+  it("answers 200 with the definition as it would be stored, storing nothing", async () => {
+    const before = (await call("GET", "/workflows?per_page=1")).body.meta;
+    const res = await call("POST", "/workflows/validate", {
+      name: "draft",
+      trigger: { type: "event", event_type: "order.*", filter: "event.data.amount > 5" },
+      steps: [
+        { type: "http", url: "https://example.com/x", if: "input.event.data.amount > 10" },
+        { type: "set", output: "{{ 1 + 1.5 }}" },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      object: "workflow_definition",
+      name: "draft",
+      description: null,
+      status: "active",
+      trigger: { type: "event", event_type: "order.*", filter: "event.data.amount > 5" },
+      steps: [
+        {
+          id: "step_1",
+          type: "http",
+          method: "POST",
+          url: "https://example.com/x",
+          headers: {},
+          body: null,
+          timeout_ms: 10_000,
+          retries: 0,
+          if: "input.event.data.amount > 10",
+        },
+        { id: "step_2", type: "set", output: "{{ 1 + 1.5 }}" },
+      ],
+      timeout_ms: null,
+    });
+    expect((await call("GET", "/workflows?per_page=1")).body.meta).toEqual(before);
+  });
+
+  it("answers the same 400 as a create, naming the step, the field and the position", async () => {
+    const body = {
+      name: "draft",
+      trigger: { type: "manual" },
+      steps: [
+        { id: "a", type: "set", output: "x" },
+        { id: "b", type: "set", if: "steps.a.output ==", output: 1 },
+      ],
+    };
+    const validated = await call("POST", "/workflows/validate", body);
+    const created = await call("POST", "/workflows", body);
+    expectError(validated, 400, "parameter_invalid", "steps[1].if");
+    expect(validated.body.error.message).toBe(created.body.error.message);
+    expect(validated.body.error.message).toMatch(/at character \d+ of the expression/);
+  });
+});
