@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { waitFor } from "../../tools/procs";
 import { expectError, usePlatform } from "../helpers/platform";
 import { acmeRuns, useStepTarget } from "../helpers/steps";
@@ -375,5 +377,50 @@ describe("POST /workflows/validate", () => {
     expectError(validated, 400, "parameter_invalid", "steps[1].if");
     expect(validated.body.error.message).toBe(created.body.error.message);
     expect(validated.body.error.message).toMatch(/at character \d+ of the expression/);
+  });
+});
+
+describe("docs/workflows/language.md", () => {
+  const text = readFileSync(join(__dirname, "../../docs/workflows/language.md"), "utf8");
+  const blocks = [...text.matchAll(/(?:<!-- test: (workflow|request (\w+) (\S+)) -->\n)?```json\n([\s\S]*?)```/g)].map((m) => ({
+    kind: m[1] === undefined ? "plain" : m[1] === "workflow" ? "workflow" : "request",
+    method: m[2],
+    path: m[3],
+    json: m[4],
+  }));
+
+  it("has a whole, valid definition for every construct it describes", async () => {
+    expect(blocks.filter((b) => b.kind === "workflow").length).toBeGreaterThanOrEqual(11);
+    for (const block of blocks) {
+      const body = JSON.parse(block.json);
+      if (block.kind === "workflow") {
+        const res = await call("POST", "/workflows", body);
+        expect({ status: res.status, error: res.body.error, name: body.name }).toEqual({ status: 201, error: undefined, name: body.name });
+      } else if (block.kind === "request") {
+        const res = await call(block.method as string, (block.path as string).replace(/^\/v1/, ""), body);
+        expect(res.status).toBeGreaterThanOrEqual(200);
+        expect(res.status).toBeLessThan(300);
+      }
+    }
+  });
+
+  it("its shaping examples give what it says", async () => {
+    const shape = JSON.parse(blocks[0].json);
+    const wf = await workflow(shape.steps);
+    const run = await ended(wf.id, await start(wf.id, { qty: 3, price: 4.5, email: " Ada@Example.com " }));
+    expect(run.steps[0].output).toEqual({ total: 13.5, cents: 300, email: "ada@example.com", summary: "order of 3 items" });
+    const helpers = JSON.parse(blocks.find((b) => b.json.includes('"Helpers"'))!.json);
+    const h = await workflow(helpers.steps);
+    const done = await ended(h.id, await start(h.id));
+    expect(done.steps[0].output).toEqual({
+      sum: 6.5,
+      cheapest: 1,
+      dearest: 3,
+      tags: "a|b",
+      shout: "HI",
+      count: 3,
+      big: [50, 500],
+      due: "2024-01-02T12:00:00.000Z",
+    });
   });
 });
