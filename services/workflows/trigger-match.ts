@@ -8,22 +8,28 @@ import type { WorkflowDoc } from "./workflows.logic";
 
 /**
  * Which event-triggered workflows an event starts. An `event_type` is a type (`order.created`) or a
- * pattern with `*` for one whole segment (`order.*`, `*.created`). Workflows are found through
- * indexes, never by reading every workflow: exact types by `trigger.event_type`, patterns by the
- * part before their first `*` (`trigger_prefix`), of which an event of n segments has n candidates.
+ * pattern with `*` for one whole segment (`order.*`, `*.created`), at most MAX_STARS of them in at
+ * most MAX_PATTERN_SEGMENTS segments. Workflows are found in one indexed read by
+ * `trigger.event_type`: the event's type and every pattern that can match it (at most 55 for a type
+ * of 10 segments), never by reading every workflow.
  */
 export const TYPE_PATTERN = /^(?:[a-z][a-z0-9_]*|\*)(?:\.(?:[a-z][a-z0-9_]*|\*))+$/;
+export const MAX_STARS = 2;
+export const MAX_PATTERN_SEGMENTS = 10;
 
 export const isPattern = (eventType: string): boolean => eventType.includes("*");
 
-/** What a pattern is indexed by: its text before the first `*` (`order.` for `order.*`, empty for `*.created`). */
-export const patternPrefix = (pattern: string): string => pattern.slice(0, pattern.indexOf("*"));
-
-/** The prefixes of patterns that can match `type`: the empty one and each run of its leading segments, with the dot after. */
-export function prefixesOf(type: string): string[] {
-  const prefixes = [""];
-  for (let i = type.indexOf("."); i >= 0; i = type.indexOf(".", i + 1)) prefixes.push(type.slice(0, i + 1));
-  return prefixes;
+/** The patterns that match `type`: each way of putting `*` for 1 to MAX_STARS of its segments. */
+export function patternsOf(type: string): string[] {
+  const segments = type.split(".");
+  if (segments.length > MAX_PATTERN_SEGMENTS) return [];
+  const patterns: string[] = [];
+  const starred = (at: number[]) => segments.map((s, i) => (at.includes(i) ? "*" : s)).join(".");
+  for (let i = 0; i < segments.length; i++) {
+    patterns.push(starred([i]));
+    for (let j = i + 1; j < segments.length && MAX_STARS >= 2; j++) patterns.push(starred([i, j]));
+  }
+  return patterns;
 }
 
 /** Whether `type` matches `pattern` segment by segment (`*`: any one segment). */
@@ -34,7 +40,11 @@ export function matchesType(pattern: string, type: string): boolean {
   return want.length === got.length && want.every((segment, i) => segment === "*" || segment === got[i]);
 }
 
-export const validPattern = (pattern: string): boolean => pattern.length <= EVENT_TYPE_MAX && TYPE_PATTERN.test(pattern);
+export const validPattern = (pattern: string): boolean =>
+  pattern.length <= EVENT_TYPE_MAX &&
+  TYPE_PATTERN.test(pattern) &&
+  pattern.split(".").length <= MAX_PATTERN_SEGMENTS &&
+  pattern.split("*").length - 1 <= MAX_STARS;
 
 /** The event as a trigger's filter sees it (and as the run's `input.event` holds it). */
 export const eventView = (event: Pick<EventDoc, "id" | "type" | "created_at" | "data">) => ({
@@ -62,13 +72,10 @@ export function passes(trigger: Trigger, event: Pick<EventDoc, "id" | "type" | "
   }
 }
 
-/** The active workflows whose event trigger may match one of `types`: two indexed reads, whatever the number of workflows. */
+/** The active workflows whose event trigger may match one of `types`: one indexed read, whatever the number of workflows. */
 export async function listenersOf(workflows: ReadView<WorkflowDoc>, tenant: Required<Tenant>, types: string[]): Promise<WorkflowDoc[]> {
   const distinct = [...new Set(types)];
-  const prefixes = [...new Set(distinct.flatMap(prefixesOf))];
-  const [exact, patterns] = await Promise.all([
-    workflows.find(tenant, { "trigger.event_type": { $in: distinct }, status: "active" }),
-    workflows.find(tenant, { trigger_prefix: { $in: prefixes }, status: "active" }),
-  ]);
-  return [...exact.filter((wf) => wf.trigger.type === "event"), ...patterns];
+  const candidates = [...new Set([...distinct, ...distinct.flatMap(patternsOf)])];
+  const found = await workflows.find(tenant, { "trigger.event_type": { $in: candidates }, status: "active" });
+  return found.filter((wf) => wf.trigger.type === "event");
 }

@@ -3,7 +3,7 @@ import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/r
 import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
-import { isPattern, patternPrefix, validPattern } from "./trigger-match";
+import { isPattern, MAX_PATTERN_SEGMENTS, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
 import {
   HTTP_METHODS,
@@ -50,18 +50,10 @@ export interface WorkflowDoc extends Omit<Workflow, "object"> {
   signing_secret?: string;
   /** The secret a rotation replaced, signing beside the new one until `expires_at`. */
   previous_signing_secret?: { secret: string; expires_at: string };
-  /** Event triggers with a pattern: the text before its `*`, indexed (trigger-match.ts); null or absent otherwise. */
-  trigger_prefix?: string | null;
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({
-  org_id: _o,
-  signing_secret: _s,
-  previous_signing_secret: _p,
-  trigger_prefix: _tp,
-  ...view
-}: WorkflowDoc): WorkflowView => ({
+export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => ({
   object: "workflow",
   ...view,
 });
@@ -131,7 +123,7 @@ export function checkTrigger(raw: unknown): Trigger {
   if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {
     throw invalidParam(
       "trigger.event_type",
-      "trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*'",
+      `trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*' (at most ${MAX_STARS} * in at most ${MAX_PATTERN_SEGMENTS} segments)`,
     );
   }
   if (!pattern && isReservedType(type) && !isSystemType(type)) {
@@ -141,11 +133,6 @@ export function checkTrigger(raw: unknown): Trigger {
   if (raw.filter === undefined) return { type: "event", event_type: type };
   return { type: "event", event_type: type, filter: checkCondition(fault, "filter", raw.filter, "event") };
 }
-
-/** The stored index of a trigger's pattern (trigger-match.ts): the text before its `*`; null for anything else. */
-export const triggerPrefixOf = (trigger: Trigger): { trigger_prefix: string | null } => ({
-  trigger_prefix: trigger.type === "event" && isPattern(trigger.event_type) ? patternPrefix(trigger.event_type) : null,
-});
 
 /** Where a step's problem is, for the error: `steps[2].url`, with the step's id in the message. */
 class StepFault {

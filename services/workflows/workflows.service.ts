@@ -16,7 +16,6 @@ import { STORE } from "./workflows.store";
 import {
   checkSteps,
   checkTrigger,
-  triggerPrefixOf,
   versionId,
   versionOf,
   versionView,
@@ -78,7 +77,6 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           description: ctx.params.description ?? null,
           status: ctx.params.status ?? "active",
           trigger,
-          ...triggerPrefixOf(trigger),
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
           version: 1,
@@ -150,10 +148,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (name !== undefined) set.name = name;
         if (description !== undefined) set.description = description;
         if (status !== undefined) set.status = status;
-        if (trigger !== undefined) {
-          set.trigger = checkTrigger(trigger);
-          set.trigger_prefix = triggerPrefixOf(set.trigger).trigger_prefix;
-        }
+        if (trigger !== undefined) set.trigger = checkTrigger(trigger);
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.

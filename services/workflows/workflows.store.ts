@@ -35,8 +35,6 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
-      // Event triggers with a pattern, by the text before its `*` (trigger-match.ts).
-      { fields: { org_id: 1, environment: 1, trigger_prefix: 1 } },
     ]),
     // Each version of each workflow's definition (GET /workflows/{id}/versions/{version}); the
     // newest VERSIONS_KEPT of a workflow are kept, and they go with their workflow.

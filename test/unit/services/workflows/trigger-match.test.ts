@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { matchesType, passes, patternPrefix, prefixesOf } from "../../../../services/workflows/trigger-match";
+import { matchesType, passes, patternsOf, validPattern } from "../../../../services/workflows/trigger-match";
 
 const event = (type: string, data: Record<string, unknown> = {}) => ({ id: "evt_1", type, created_at: "2024-01-01T00:00:00.000Z", data });
 
@@ -13,18 +13,20 @@ describe("event trigger patterns", () => {
     expect(matchesType("order.created", "order.created")).toBe(true);
   });
 
-  it("a pattern's index prefix is always among the prefixes of the types it matches", () => {
+  it("every valid pattern that matches a type is among the type's candidates (the one indexed read finds it)", () => {
     const segment = fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$/);
     fc.assert(
-      fc.property(fc.array(fc.tuple(segment, fc.boolean()), { minLength: 2, maxLength: 6 }), (parts) => {
+      fc.property(fc.array(fc.tuple(segment, fc.boolean()), { minLength: 2, maxLength: 12 }), (parts) => {
         const type = parts.map(([s]) => s).join(".");
-        if (!parts.some(([, star]) => star)) return;
         const pattern = parts.map(([s, star]) => (star ? "*" : s)).join(".");
+        if (!pattern.includes("*") || !validPattern(pattern)) return;
         expect(matchesType(pattern, type)).toBe(true);
-        expect(prefixesOf(type)).toContain(patternPrefix(pattern));
+        expect(patternsOf(type)).toContain(pattern);
       }),
     );
-    expect(prefixesOf("a.b.c")).toEqual(["", "a.", "a.b."]);
+    expect(patternsOf("a.b.c")).toEqual(["*.b.c", "*.*.c", "*.b.*", "a.*.c", "a.*.*", "a.b.*"]);
+    expect(patternsOf(Array(10).fill("a").join(".")).length).toBe(55);
+    expect(validPattern("a.*.*.*")).toBe(false);
   });
 
   it("a filter decides over the event; one that fails does not pass and says why", () => {
