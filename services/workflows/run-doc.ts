@@ -1,5 +1,4 @@
-import type { Run } from "../../shared/api/wire";
-import type { Step } from "./workflows.logic";
+import type { Run, Step } from "../../shared/api/wire";
 
 export interface OutboxEvent {
   id: string;

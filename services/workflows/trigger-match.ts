@@ -3,8 +3,7 @@ import type { EventDoc } from "../../shared/records/events";
 import { compile, evaluate, toCel } from "./expressions/cel";
 import { wholeTemplate } from "./templates";
 import type { Trigger } from "../../shared/api/wire";
-import type { ReadView, Tenant } from "../../shared/storage/types";
-import type { WorkflowDoc } from "./workflows.logic";
+import type { Doc, ReadView, Tenant } from "../../shared/storage/types";
 
 /**
  * Which event-triggered workflows an event starts. An `event_type` is a type (`order.created`) or a
@@ -73,7 +72,11 @@ export function passes(trigger: Trigger, event: Pick<EventDoc, "id" | "type" | "
 }
 
 /** The active workflows whose event trigger may match one of `types`: one indexed read, whatever the number of workflows. */
-export async function listenersOf(workflows: ReadView<WorkflowDoc>, tenant: Required<Tenant>, types: string[]): Promise<WorkflowDoc[]> {
+export async function listenersOf<W extends Doc & { trigger: Trigger }>(
+  workflows: ReadView<W>,
+  tenant: Required<Tenant>,
+  types: string[],
+): Promise<W[]> {
   const distinct = [...new Set(types)];
   const candidates = [...new Set([...distinct, ...distinct.flatMap(patternsOf)])];
   const found = await workflows.find(tenant, { "trigger.event_type": { $in: candidates }, status: "active" });
