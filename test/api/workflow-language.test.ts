@@ -424,3 +424,74 @@ describe("docs/workflows/language.md", () => {
     });
   });
 });
+
+describe("definitions written before the language", () => {
+  it("validate and run as before: every step type and template form", async () => {
+    const input = { order: { id: "o-1", qty: 3, "with-dash": "d", items: [{ sku: "S1" }] }, note: null };
+    const steps_ = [
+      {
+        id: "call",
+        type: "http",
+        method: "POST",
+        url: `${steps.target.url}/o/{{input.order.id}}/{{input.order.items.0.sku}}?a={{input.missing}}`,
+        headers: { "x-a": "{{input.order.id}}", "x-h": "{{ input.order.with-dash }}" },
+        body: {
+          id: "{{input.order.id}}",
+          qty: "{{input.order.qty}}",
+          all: "{{input.order}}",
+          text: "n={{input.order.qty}} items={{input.order.items}} note={{input.note}}",
+          miss: "{{input.nope.deeper}}",
+          run: "{{run.id}}",
+          attempt: "{{run.attempt}}",
+          wf: "{{workflow.id}}",
+        },
+        retries: 1,
+      },
+      {
+        id: "tell",
+        type: "emit",
+        event_type: "corpus.told",
+        data: { status: "{{steps.call.output.status_code}}", sent: "{{steps.call.output.body.body}}" },
+      },
+      { id: "nap", type: "delay", duration_ms: 1 },
+      { id: "ask", type: "approval", message: "approve {{input.order.id}} ({{steps.call.output.status_code}})" },
+    ];
+    const validated = await call("POST", "/workflows/validate", { name: "corpus", trigger: { type: "manual" }, steps: steps_ });
+    expect(validated.status).toBe(200);
+    const wf = await workflow(steps_);
+    const runId = await start(wf.id, input);
+    let waiting: any;
+    await waitFor("the approval", async () => {
+      waiting = (await call("GET", `/workflows/${wf.id}/runs/${runId}`)).body.data;
+      return waiting.status === "waiting" && waiting.pending_approval !== null;
+    });
+    expect(waiting.pending_approval.message).toBe("approve o-1 (200)");
+    expect((await call("POST", `/workflows/${wf.id}/runs/${runId}/approve`, {})).status).toBe(200);
+    const run = await ended(wf.id, runId);
+    expect(run.status).toBe("succeeded");
+    const [req] = steps.target.got;
+    expect(req.path).toBe("/o/o-1/S1?a=");
+    expect(req.headers["x-a"]).toBe("o-1");
+    expect(req.headers["x-h"]).toBe("d");
+    expect(JSON.parse(req.body)).toEqual({
+      id: "o-1",
+      qty: 3,
+      all: input.order,
+      text: 'n=3 items=[{"sku":"S1"}] note=',
+      miss: null,
+      run: runId,
+      attempt: 1,
+      wf: wf.id,
+    });
+    const told = (await call("GET", "/events?type=corpus.told&per_page=100")).body.data.find(
+      (e: any) => e.id === run.steps[1].output.event_id,
+    );
+    expect(told.data).toEqual({ status: 200, sent: req.body });
+    expect(run.steps.map((s: any) => [s.id, s.status])).toEqual([
+      ["call", "succeeded"],
+      ["tell", "succeeded"],
+      ["nap", "succeeded"],
+      ["ask", "succeeded"],
+    ]);
+  });
+});
