@@ -1,8 +1,10 @@
+import fc from "fast-check";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { waitFor } from "../../tools/procs";
 import { expectError, usePlatform } from "../helpers/platform";
 import { acmeRuns, useStepTarget } from "../helpers/steps";
+import { expression } from "../helpers/cel-arbitraries";
 
 /** The workflow language through the API: expressions, conditions, stop, set, on_error (docs/workflows/language.md). */
 const suite = usePlatform({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", WORKFLOW_RETRY_BASE_MS: "30" });
@@ -493,5 +495,29 @@ describe("definitions written before the language", () => {
       ["nap", "succeeded"],
       ["ask", "succeeded"],
     ]);
+  });
+});
+
+describe("generated expressions through the API", () => {
+  it("are refused with a 400 or run to an end (a value, or the step failed with template_error): never a 5xx, never a stall", async () => {
+    await fc.assert(
+      fc.asyncProperty(expression, fc.jsonValue({ maxDepth: 2 }), async (source, a) => {
+        const res = await call("POST", "/workflows", {
+          name: "generated",
+          trigger: { type: "manual" },
+          steps: [{ id: "x", type: "set", output: `{{ ${source} }}` }],
+        });
+        if (res.status === 400) {
+          expect(res.body.error.param).toBe("steps[0].output");
+          return;
+        }
+        expect(res.status).toBe(201);
+        const run = await ended(res.body.data.id, await start(res.body.data.id, { a, n: 2, s: "a,b", list: [1, 2.5], items: [{ x: 1 }] }));
+        if (run.status === "failed")
+          expect(run.steps[0]).toMatchObject({ error_code: "template_error", error: expect.stringContaining(source) });
+        else expect(run.status).toBe("succeeded");
+      }),
+      { numRuns: 40 },
+    );
   });
 });
