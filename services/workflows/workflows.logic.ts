@@ -3,7 +3,7 @@ import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/r
 import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
-import { isPattern, MAX_PATTERN_SEGMENTS, MAX_STARS, validPattern } from "./trigger-match";
+import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
 import {
   HTTP_METHODS,
@@ -123,7 +123,7 @@ export function checkTrigger(raw: unknown): Trigger {
   if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {
     throw invalidParam(
       "trigger.event_type",
-      `trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*' (at most ${MAX_STARS} * in at most ${MAX_PATTERN_SEGMENTS} segments)`,
+      `trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*' (at most ${MAX_STARS} *)`,
     );
   }
   if (!pattern && isReservedType(type) && !isSystemType(type)) {

@@ -43,12 +43,14 @@ const CUSTOM_EVENT_TYPE = {
   description: `A custom event type: not under the reserved prefixes ${RESERVED_PREFIXES.join(", ")}`,
   not: { pattern: `^(${RESERVED_PREFIXES.map((p) => p.replace(".", "\\.")).join("|")})` },
 } as const;
-/** An event trigger's type with `*` for whole segments (`order.*`). */
+/** An event trigger's type with `*` for one or two whole segments (`order.*`). */
+const SEGMENT = "[a-z][a-z0-9_]*";
 const EVENT_TYPE_PATTERN = {
   type: "string",
-  pattern: "^([a-z][a-z0-9_]*|\\*)(\\.([a-z][a-z0-9_]*|\\*))+$",
+  pattern: `^(?:(?:${SEGMENT}\\.)*\\*(?:\\.${SEGMENT})*(?:\\.\\*)?(?:\\.${SEGMENT})*)$`,
+  not: { pattern: "^\\*$" },
   maxLength: EVENT_TYPE_MAX,
-  description: "An event type with `*` standing for one segment",
+  description: "An event type with `*` standing for one segment, at most twice",
   examples: ["order.*"],
 };
 const SUBSCRIBABLE_EVENT_TYPE = { anyOf: [CUSTOM_EVENT_TYPE, { type: "string", enum: Object.keys(SYSTEM_EVENT_TYPES) }] };
