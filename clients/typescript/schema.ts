@@ -272,6 +272,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/workflows/validate": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/validate
+     * @description Needs the `workflows:read` scope.
+     */
+    post: operations["workflowsValidate"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/workflows/{id}": {
     parameters: {
       query?: never;
@@ -1252,19 +1272,24 @@ export interface components {
        */
       type: "event";
       event_type:
-        | string
         | (
-            | "workflow.completed"
-            | "approval.requested"
-            | "api_key.created"
-            | "api_key.revoked"
-            | "webhook.disabled"
-            | "workflow.chain_limited"
-            | "approval.decided"
-            | "workflow.deleted"
-            | "webhook.deleted"
-            | "member.role_changed"
-          );
+            | string
+            | (
+                | "workflow.completed"
+                | "approval.requested"
+                | "api_key.created"
+                | "api_key.revoked"
+                | "webhook.disabled"
+                | "workflow.chain_limited"
+                | "approval.decided"
+                | "workflow.deleted"
+                | "webhook.deleted"
+                | "member.role_changed"
+              )
+          )
+        | string;
+      /** @description A CEL condition over `event` (braces optional): only events it passes start a run */
+      filter?: string;
     };
     Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"];
     /** HttpStep */
@@ -1284,6 +1309,27 @@ export interface components {
       body: unknown;
       timeout_ms: number;
       retries: number;
+      /**
+       * RetryPolicy
+       * @description When an http step's attempt is tried again; Retry-After is honoured up to max_interval_ms
+       */
+      retry?: {
+        max_attempts: number;
+        initial_interval_ms: number;
+        backoff_rate: number;
+        max_interval_ms: number;
+        /** @enum {string} */
+        jitter: "full" | "none";
+        on: ("timeout" | "network" | "5xx" | "429" | "408" | "4xx")[];
+      };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** DelayStep */
     DelayStep: {
@@ -1294,6 +1340,14 @@ export interface components {
        */
       type: "delay";
       duration_ms: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** ApprovalStep */
     ApprovalStep: {
@@ -1304,6 +1358,15 @@ export interface components {
        */
       type: "approval";
       message: string | null;
+      timeout_ms?: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** EmitStep */
     EmitStep: {
@@ -1318,12 +1381,54 @@ export interface components {
       data: {
         [key: string]: unknown;
       };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
+    /** StopStep */
+    StopStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "stop";
+      /** @enum {string} */
+      status: "succeeded" | "failed";
+      message: string | null;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+    };
+    /** SetStep */
+    SetStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "set";
+      output: unknown;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     Step:
       | components["schemas"]["HttpStep"]
       | components["schemas"]["DelayStep"]
       | components["schemas"]["ApprovalStep"]
-      | components["schemas"]["EmitStep"];
+      | components["schemas"]["EmitStep"]
+      | components["schemas"]["StopStep"]
+      | components["schemas"]["SetStep"];
     /**
      * Recovery
      * @description A background job redelivering a webhook's failed deliveries created in [since, until)
@@ -1453,6 +1558,8 @@ export interface components {
       status: "active" | "inactive";
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
+      /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
+      timeout_ms?: number | null;
       version: number;
       /**
        * Format: date-time
@@ -1469,7 +1576,7 @@ export interface components {
     RunStep: {
       id: string;
       /** @enum {string} */
-      type: "http" | "delay" | "approval" | "emit";
+      type: "http" | "delay" | "approval" | "emit" | "stop" | "set";
       /** @enum {string} */
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
@@ -1490,6 +1597,30 @@ export interface components {
       message?: string | null;
       /** @description Approval steps, once decided */
       decision?: components["schemas"]["ApprovalDecision"] | null;
+      /**
+       * Format: date-time
+       * @description Approval steps with a timeout_ms, while they wait: when they time out
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      timeout_at?: string | null;
+      /** @description http steps: the newest attempts (at most 10), each with why it failed */
+      attempts?: {
+        attempt: number;
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        started_at: string;
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        finished_at: string;
+        status_code?: number;
+        error: string | null;
+      }[];
+      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`) */
+      error_code?: string | null;
     };
     /** ApprovalDecision */
     ApprovalDecision: {
@@ -1554,6 +1685,8 @@ export interface components {
       cancelled_by?: components["schemas"]["Actor"] | null;
       /** @enum {string|null} */
       cancel_reason?: "requested" | "workflow_deleted" | null;
+      /** @description The message of the stop step that ended the run, or null */
+      stop_message: string | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1570,6 +1703,18 @@ export interface components {
        */
       finished_at: string | null;
     };
+    /** WorkflowDefinition */
+    WorkflowDefinition: {
+      /** @constant */
+      object: "workflow_definition";
+      name: string;
+      description: string | null;
+      /** @enum {string} */
+      status: "active" | "inactive";
+      trigger: components["schemas"]["Trigger"];
+      steps: components["schemas"]["Step"][];
+      timeout_ms: number | null;
+    };
     /** WorkflowVersion */
     WorkflowVersion: {
       /** @constant */
@@ -1583,6 +1728,7 @@ export interface components {
       status: "active" | "inactive";
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
+      timeout_ms?: number | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1724,6 +1870,8 @@ export interface components {
       status: "active" | "inactive";
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
+      /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
+      timeout_ms?: number | null;
       version: number;
       /**
        * Format: date-time
@@ -1866,7 +2014,7 @@ export interface components {
        */
       method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
       /**
-       * @description An absolute https URL to a public address (http in the test environment), or one with templates, checked when the run resolves it. Strings may hold templates: `{{input.<path>}}` or `{{steps.<earlier step id>.output.<path>}}`; anything else in `{{…}}` is refused.
+       * @description An absolute https URL to a public address (http in the test environment), or one with templates, checked when the run resolves it. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only.
        * @example https://example.com/hooks/orders
        */
       url: string;
@@ -1874,12 +2022,33 @@ export interface components {
       headers?: {
         [key: string]: string;
       };
-      /** @description Any JSON value, at most 64 KiB as JSON. Strings may hold templates: `{{input.<path>}}` or `{{steps.<earlier step id>.output.<path>}}`; anything else in `{{…}}` is refused. */
+      /** @description Any JSON value, at most 64 KiB as JSON. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
       body?: unknown;
       /** @default 10000 */
       timeout_ms?: number;
       /** @default 0 */
       retries?: number;
+      /**
+       * RetryPolicy
+       * @description When an http step's attempt is tried again; Retry-After is honoured up to max_interval_ms
+       */
+      retry?: {
+        max_attempts: number;
+        initial_interval_ms: number;
+        backoff_rate: number;
+        max_interval_ms: number;
+        /** @enum {string} */
+        jitter: "full" | "none";
+        on: ("timeout" | "network" | "5xx" | "429" | "408" | "4xx")[];
+      };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** DelayStepInput */
     DelayStepInput: {
@@ -1891,6 +2060,14 @@ export interface components {
        */
       type: "delay";
       duration_ms: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** ApprovalStepInput */
     ApprovalStepInput: {
@@ -1902,6 +2079,16 @@ export interface components {
        */
       type: "approval";
       message?: string | null;
+      /** @description No decision within this: the step fails with timed_out */
+      timeout_ms?: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     /** EmitStepInput */
     EmitStepInput: {
@@ -1921,12 +2108,58 @@ export interface components {
       data?: {
         [key: string]: unknown;
       };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
+    /** StopStepInput */
+    StopStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "stop";
+      /** @enum {string} */
+      status: "succeeded" | "failed";
+      /** @description Kept as the run's stop_message. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      message?: string | null;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+    };
+    /** SetStepInput */
+    SetStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "set";
+      /** @description Any JSON value, at most 64 KiB as JSON: the step's output, its templates filled. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      output: unknown;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
     };
     StepInput:
       | components["schemas"]["HttpStepInput"]
       | components["schemas"]["DelayStepInput"]
       | components["schemas"]["ApprovalStepInput"]
-      | components["schemas"]["EmitStepInput"];
+      | components["schemas"]["EmitStepInput"]
+      | components["schemas"]["StopStepInput"]
+      | components["schemas"]["SetStepInput"];
     Error: {
       error: {
         /** @enum {string} */
@@ -3658,6 +3891,7 @@ export interface operations {
           trigger: components["schemas"]["Trigger"];
           /** @description At most 256 KiB as JSON in all */
           steps: components["schemas"]["StepInput"][];
+          timeout_ms?: number | null;
         };
       };
     };
@@ -3721,6 +3955,105 @@ export interface operations {
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
       500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsValidate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "x",
+         *       "trigger": {
+         *         "type": "manual"
+         *       },
+         *       "steps": [
+         *         {
+         *           "type": "http",
+         *           "url": "https://example.com/hooks/orders"
+         *         }
+         *       ]
+         *     }
+         */
+        "application/json": {
+          name: string;
+          description?: string | null;
+          /** @enum {string} */
+          status?: "active" | "inactive";
+          trigger: components["schemas"]["Trigger"];
+          /** @description At most 256 KiB as JSON in all */
+          steps: components["schemas"]["StepInput"][];
+          timeout_ms?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "workflow_definition",
+           *         "name": "x",
+           *         "description": "x",
+           *         "status": "active",
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "method": "GET",
+           *             "url": "x",
+           *             "headers": {},
+           *             "body": {},
+           *             "timeout_ms": 1,
+           *             "retries": 1
+           *           }
+           *         ],
+           *         "timeout_ms": 1
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["WorkflowDefinition"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
       503: components["responses"]["E503"];
     };
   };
@@ -3906,6 +4239,7 @@ export interface operations {
           trigger?: components["schemas"]["Trigger"];
           /** @description At most 256 KiB as JSON in all */
           steps?: components["schemas"]["StepInput"][];
+          timeout_ms?: number | null;
         };
       };
     };
@@ -4115,7 +4449,8 @@ export interface operations {
            *               "error": "x",
            *               "attempt_count": 0,
            *               "started_at": "2026-11-23T10:00:00.000Z",
-           *               "finished_at": "2026-11-23T10:00:00.000Z"
+           *               "finished_at": "2026-11-23T10:00:00.000Z",
+           *               "timeout_at": "2026-11-23T10:00:00.000Z"
            *             }
            *           ],
            *           "trigger": {
@@ -4128,6 +4463,7 @@ export interface operations {
            *             "message": "x",
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
+           *           "stop_message": "x",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4219,7 +4555,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4232,6 +4569,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4306,7 +4644,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4319,6 +4658,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4395,7 +4735,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4408,6 +4749,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4493,7 +4835,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4506,6 +4849,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4591,7 +4935,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4604,6 +4949,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4682,7 +5028,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4695,6 +5042,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4773,7 +5121,8 @@ export interface operations {
            *             "error": "x",
            *             "attempt_count": 0,
            *             "started_at": "2026-11-23T10:00:00.000Z",
-           *             "finished_at": "2026-11-23T10:00:00.000Z"
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
            *           }
            *         ],
            *         "trigger": {
@@ -4786,6 +5135,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4953,7 +5303,8 @@ export interface operations {
            *               "error": "x",
            *               "attempt_count": 0,
            *               "started_at": "2026-11-23T10:00:00.000Z",
-           *               "finished_at": "2026-11-23T10:00:00.000Z"
+           *               "finished_at": "2026-11-23T10:00:00.000Z",
+           *               "timeout_at": "2026-11-23T10:00:00.000Z"
            *             }
            *           ],
            *           "trigger": {
@@ -4966,6 +5317,7 @@ export interface operations {
            *             "message": "x",
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
+           *           "stop_message": "x",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"

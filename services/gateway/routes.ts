@@ -116,6 +116,15 @@ export const ROUTES: readonly RouteDef[] = [
     secret: "signing_secret",
     audit: audit("workflow.created"),
   },
+  // Checks a definition and stores nothing: nothing changed to record.
+  {
+    method: "POST",
+    path: "/workflows/validate",
+    action: "workflows.validate",
+    scope: "workflows:read",
+    resource: "WorkflowDefinition",
+    audit: false,
+  },
   { method: "GET", path: "/workflows", action: "workflows.list", scope: "workflows:read", resource: "Workflow", list: true },
   { method: "GET", path: "/workflows/{id}", action: "workflows.get", scope: "workflows:read", resource: "Workflow" },
   {

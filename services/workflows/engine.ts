@@ -378,8 +378,8 @@ export class RunEngine {
       } else if (move.kind === "call") {
         // Redacted: what the server sent and the error, never the engine's own fields (a value such
         // as `k` would otherwise rename the attempt's `ok` key).
-        const { ok, output, error } = await this.http.attempt(run, move.request);
-        const result = { ok, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
+        const { output, error, ...facts } = await this.http.attempt(run, move.request);
+        const result = { ...facts, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else {
         run = await this.save(run, move.write);

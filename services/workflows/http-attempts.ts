@@ -80,7 +80,10 @@ export class HttpAttempts {
       return { ok: false, output: null, error: urlRefused(template, (err as Error).message) };
     }
     const res = await outbound(this.agent, url, { method, headers, body, timeoutMs, keep: ANSWER_LIMIT });
-    if (!res.answered) return { ok: false, output: null, error: notAnswered(template, res.error) };
+    if (!res.answered) {
+      const timedOut = / within \d+ ms$/.test(res.error);
+      return { ok: false, output: null, error: notAnswered(template, res.error), ms: res.ms, timed_out: timedOut };
+    }
     let parsed: unknown = res.text;
     let refused: string | null = null;
     // Longer than what is read of it: not kept, the output says so (outputs.ts).
@@ -99,6 +102,13 @@ export class HttpAttempts {
     const good = res.status >= 200 && res.status < 300;
     const ok = good && refused === null;
     const error = ok ? null : good ? refused : `the server answered ${res.status}${refused ? `; ${refused}` : ""}`;
-    return { ok, output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed }, error };
+    return {
+      ok,
+      output: cut ? cutAnswer(res.status, res.text, res.bytes) : { status_code: res.status, body: parsed },
+      error,
+      status_code: res.status,
+      ms: res.ms,
+      ...(res.retryAfter !== undefined && { retry_after: res.retryAfter }),
+    };
   }
 }

@@ -1,5 +1,4 @@
-import type { Run } from "../../shared/api/wire";
-import type { Step } from "./workflows.logic";
+import type { Run, Step } from "../../shared/api/wire";
 
 export interface OutboxEvent {
   id: string;
@@ -23,6 +22,9 @@ export interface RunDoc extends Omit<Run, "object"> {
   /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
   stalls?: number;
   outbox: OutboxEvent[];
+  /** Internal: ms since the epoch by which the run must end (its workflow's timeout_ms), and that timeout. */
+  deadline_at?: number;
+  timeout_ms?: number;
   /** Internal, event-started runs: `<workflow_id>/<event_id>`, unique, so an event starts a workflow once. */
   trigger_key?: string;
   /** Internal: event-started runs in the chain that led to this one (its events carry it on). */

@@ -3,9 +3,10 @@ import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { Update } from "../../shared/storage/types";
 import { boundedOutput, outputsBytes, TemplateError } from "./outputs";
-import { attemptCountOf, render, scopeOf } from "./templates";
+import { attemptCountOf, condition, errorOf, render, scopeOf } from "./templates";
+import { ATTEMPTS_KEPT, nextRetry, policyOf, type AttemptFacts } from "./retry.logic";
 import type { OutboxEvent, RunDoc } from "./run-doc";
-import type { HttpStep, Step, WorkflowDoc } from "./workflows.logic";
+import type { ApprovalStep, HttpStep, Step, WorkflowDoc } from "./workflows.logic";
 import {
   FINISHED_RUN_STATUSES,
   type Actor,
@@ -14,6 +15,7 @@ import {
   type RunStatus,
   type RunStep,
   type RunTrigger,
+  type StepAttempt,
   type StepStatus,
 } from "../../shared/api/wire";
 
@@ -48,6 +50,8 @@ export const runView = ({
   chain_root: _cr,
   request_id: _rq,
   traceparent: _tp,
+  deadline_at: _dl,
+  timeout_ms: _tm,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -56,9 +60,12 @@ export const runView = ({
   attempt: view.attempt ?? 1,
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
-  steps: view.steps.map(({ attempts, ...step }: RunStep & { attempts?: number }) => ({
+  stop_message: view.stop_message ?? null,
+  // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
+  steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
     ...step,
     attempt_count: attemptCountOf({ ...step, attempts }),
+    ...(Array.isArray(attempts) && { attempts }),
   })),
 });
 
@@ -109,6 +116,7 @@ export function newRun(
     ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
     ...(chainDepth > 0 && { chain_depth: chainDepth }),
     ...(chainRoot !== undefined && { chain_root: chainRoot }),
+    ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
   };
 }
 
@@ -116,12 +124,21 @@ export function newRun(
 const approvalsOf = (steps: RunStep[]): (ApprovalDecision & { step_id: string })[] =>
   steps.flatMap((s) => (s.decision ? [{ step_id: s.id, ...s.decision }] : []));
 
+/** The step a failed run failed at (the last that failed), with its error; null for a run that did not fail. */
+const failedStepOf = (steps: RunStep[], status: RunStatus) => {
+  if (status !== "failed") return null;
+  const step = steps.findLast((s) => s.status === "failed");
+  return step ? { id: step.id, error: errorOf(step) } : null;
+};
+
 /**
  * `workflow.completed`, with the run's terminal status (the spec's fields), its attempt, the run it
- * reruns, its approval decisions and, when cancelled through the API, by whom and why.
+ * reruns, its approval decisions, the step it failed at and the message of the stop step that ended
+ * it, and, when cancelled through the API, by whom and why.
  */
 export const completedEvent = (
-  run: Pick<RunDoc, "workflow_id" | "id" | "steps"> & Partial<Pick<RunDoc, "attempt" | "rerun_of" | "cancelled_by" | "cancel_reason">>,
+  run: Pick<RunDoc, "workflow_id" | "id" | "steps"> &
+    Partial<Pick<RunDoc, "attempt" | "rerun_of" | "cancelled_by" | "cancel_reason" | "stop_message">>,
   status: RunStatus,
 ): OutboxEvent => ({
   id: newId("evt"),
@@ -133,6 +150,8 @@ export const completedEvent = (
     attempt: run.attempt ?? 1,
     rerun_of: run.rerun_of ?? null,
     approvals: approvalsOf(run.steps),
+    failed_step: failedStepOf(run.steps, status),
+    stop_message: run.stop_message ?? null,
     ...(run.cancelled_by && { cancelled_by: run.cancelled_by, cancel_reason: run.cancel_reason ?? "requested" }),
   },
 });
@@ -147,10 +166,18 @@ export function finish(
   at: string,
   stepStatus?: StepStatus,
   error?: string,
+  code?: string,
 ): Partial<RunDoc> {
   const steps = run.steps.map((s, i) => {
     if (i === run.cursor && stepStatus)
-      return { ...s, status: stepStatus, error: error ?? s.error, finished_at: at, started_at: s.started_at ?? at };
+      return {
+        ...s,
+        status: stepStatus,
+        error: error ?? s.error,
+        ...((code ?? (stepStatus === "failed" && error !== undefined)) && { error_code: code ?? "step_failed" }),
+        finished_at: at,
+        started_at: s.started_at ?? at,
+      };
     if (i >= run.cursor && (s.status === "pending" || s.status === "running" || s.status === "waiting"))
       return { ...s, status: "skipped" as const };
     return s;
@@ -206,7 +233,11 @@ const leaseFor = (step: Step | undefined, marginMs: number): number => (step?.ty
  * The write of `change`. Every write bumps `rev`; `progress` (every write but a decision's and the
  * mark of an http attempt before its request) resets the count of claims that stored nothing.
  */
-function written(run: RunDoc, change: Partial<RunDoc>, hold: Hold, now: number, progress: boolean): RunWrite {
+function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: number, progress: boolean): RunWrite {
+  // A time limit (the run's, a waiting approval's) makes a parked or waiting run due when it falls due.
+  const limit = limitOf({ ...run, ...change });
+  const hold: Hold =
+    limit === null || given.kind === "keep" ? given : { kind: "due", at: given.kind === "due" ? Math.min(given.at, limit) : limit };
   const dueAt =
     hold.kind === "keep"
       ? now + leaseFor(run.definition[change.cursor ?? run.cursor], hold.marginMs)
@@ -224,6 +255,15 @@ function written(run: RunDoc, change: Partial<RunDoc>, hold: Hold, now: number, 
     events: (change.outbox ?? []).filter((e) => !queued.has(e.id)),
     released: hold.kind !== "keep",
   };
+}
+
+/** The earliest time limit of a run that has not ended: its deadline, its waiting approval's timeout; null when none. */
+function limitOf(run: RunDoc): number | null {
+  if (TERMINAL.has(run.status)) return null;
+  const waiting = run.steps[run.cursor];
+  const approval = waiting?.status === "waiting" && waiting.timeout_at ? Date.parse(waiting.timeout_at) : null;
+  const limits = [run.deadline_at ?? null, approval].filter((t): t is number => t !== null);
+  return limits.length > 0 ? Math.min(...limits) : null;
 }
 
 /** The store's update for a write. */
@@ -291,43 +331,80 @@ export function advance(run: RunDoc, patch: Partial<RunStep>, c: Clock, event?: 
  * approval, `event` its approval.requested: the engine keeps the run until the event is published,
  * then parks it).
  */
-export function wait(run: RunDoc, c: Clock, until: number | null, event?: OutboxEvent, approval?: { message: string | null }): RunWrite {
+export function wait(
+  run: RunDoc,
+  c: Clock,
+  until: number | null,
+  event?: OutboxEvent,
+  approval?: { message: string | null; timeoutMs?: number },
+): RunWrite {
   const at = iso(c.now);
+  const timeout = approval?.timeoutMs !== undefined && { timeout_at: iso(c.now + approval.timeoutMs) };
   const change: Partial<RunDoc> = {
     status: "waiting",
-    steps: put(run, { status: "waiting", started_at: at, ...(approval && { message: approval.message, decision: null }) }),
+    steps: put(run, { status: "waiting", started_at: at, ...(approval && { message: approval.message, decision: null }), ...timeout }),
     ...(approval && { pending_approval: { step_id: run.steps[run.cursor].id, message: approval.message, requested_at: at } }),
     ...(event && { outbox: [...run.outbox, event] }),
   };
   return written(run, change, until === null ? keep(c) : { kind: "due", at: until }, c.now, true);
 }
 
-/** Fail: the current step fails for good with `error` (`patch`: what it leaves); the run ends `failed`. */
-export function fail(run: RunDoc, error: string, c: Clock, patch: Partial<RunStep> = {}): RunWrite {
+/**
+ * Fail: the current step fails for good with `error` (`patch`: what it leaves, `code` the kind of
+ * failure); the run ends `failed`, or with `on_error: continue` goes on to the next step.
+ */
+export function fail(run: RunDoc, error: string, c: Clock, patch: Partial<RunStep> = {}, code = "step_failed"): RunWrite {
+  if (run.definition[run.cursor]?.on_error === "continue") {
+    const started_at = run.steps[run.cursor].started_at ?? iso(c.now);
+    return advance(run, { ...patch, status: "failed", error, error_code: code, started_at }, c);
+  }
   const failed = { ...run, steps: put(run, patch) };
-  return written(run, finish(failed, "failed", iso(c.now), "failed", error), keep(c), c.now, true);
+  return written(run, finish(failed, "failed", iso(c.now), "failed", error, code), keep(c), c.now, true);
 }
 
-/** Wait before retry `attempt` (1-based) of an http step: base, doubled each time, at most a minute. */
-export const retryDelay = (baseMs: number, attempt: number): number => Math.min(60_000, baseMs * 2 ** (attempt - 1));
+/** Skip: the current step's `if` was false; it is `skipped` (output null) and the run goes on. */
+export function skip(run: RunDoc, c: Clock): RunWrite {
+  return advance(run, { status: "skipped", output: null, error: null }, c);
+}
 
-/** One attempt of an http step, as the engine made it. */
-export interface Attempt {
+export { retryDelay } from "./retry.logic";
+
+/** One attempt of an http step, as the engine made it: the facts a retry policy decides on, and how long it took. */
+export interface Attempt extends AttemptFacts {
   ok: boolean;
   output: unknown;
   error: string | null;
+  ms?: number;
 }
 
-/** An attempt of the current http step ended: advance, retry (due after the back-off) while it has retries left, or fail. */
-export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: number): RunWrite {
+/**
+ * An attempt of the current http step ended: advance, retry (due after the policy's wait) while
+ * the policy retries it, or fail. The attempt joins the step's newest ATTEMPTS_KEPT.
+ */
+export function attempted(run: RunDoc, result: Attempt, c: Clock, retryBaseMs: number, random = Math.random): RunWrite {
   const step = run.definition[run.cursor] as HttpStep;
+  const state = run.steps[run.cursor];
   // Within the step's and the run's bounds on stored outputs (see outputs.ts).
   const output = boundedOutput(result.output, outputsBytes(run.steps, run.cursor));
-  const attempt_count = attemptCountOf(run.steps[run.cursor]) + 1;
-  if (result.ok) return advance(run, { output, error: null, attempt_count }, c);
-  if (attempt_count > step.retries) return fail(run, result.error ?? "failed", c, { output, attempt_count });
-  const retry: Hold = { kind: "due", at: c.now + retryDelay(retryBaseMs, attempt_count) };
-  return written(run, { steps: put(run, { output, error: result.error, attempt_count }) }, retry, c.now, true);
+  const attempt_count = attemptCountOf(state) + 1;
+  const record: StepAttempt = {
+    attempt: attempt_count,
+    started_at: iso(c.now - (result.ms ?? 0)),
+    finished_at: iso(c.now),
+    ...(result.status_code !== undefined && { status_code: result.status_code }),
+    error: result.error === null ? null : result.error.slice(0, 500),
+  };
+  const attempts = [...(Array.isArray(state.attempts) ? state.attempts : []), record].slice(-ATTEMPTS_KEPT);
+  if (result.ok) return advance(run, { output, error: null, attempt_count, attempts }, c);
+  const wait = nextRetry(policyOf(step, retryBaseMs), attempt_count, result, c.now, random);
+  if (wait === null) return fail(run, result.error ?? "failed", c, { output, attempt_count, attempts });
+  return written(
+    run,
+    { steps: put(run, { output, error: result.error, attempt_count, attempts }) },
+    { kind: "due", at: c.now + wait },
+    c.now,
+    true,
+  );
 }
 
 /** An http step's request, its fields filled from the run's input and earlier outputs. */
@@ -361,14 +438,36 @@ export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } 
 
 export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> = {}): Move {
   if (run.outbox.length > 0) return { kind: "publish" };
+  const late = timedOut(run, c);
+  if (late) return { kind: "write", write: late };
   if (isParked(run)) return { kind: "write", write: written(run, {}, PARKED, c.now, true) };
   try {
     return start(run, c, secrets);
   } catch (err) {
-    // A template that cannot be filled (it reads a truncated output): the step fails, for good.
+    // A template that cannot be filled (a missing value, a truncated output): the step fails.
     if (!(err instanceof TemplateError)) throw err;
-    return { kind: "write", write: fail(run, err.message, c) };
+    return { kind: "write", write: fail(run, err.message, c, {}, "template_error") };
   }
+}
+
+/**
+ * A time limit that has passed: the run's (it fails at its current step with `run_timed_out`), or
+ * its waiting approval's (the step fails with `timed_out`, and its on_error decides); else null.
+ */
+function timedOut(run: RunDoc, c: Clock): RunWrite | null {
+  if (TERMINAL.has(run.status)) return null;
+  if (run.deadline_at !== undefined && run.deadline_at <= c.now) {
+    const at = iso(c.now);
+    const why = `the run did not end within its workflow's timeout_ms (${run.timeout_ms ?? "?"} ms)`;
+    return written(run, finish(run, "failed", at, "failed", why, "run_timed_out"), keep(c), c.now, true);
+  }
+  const state = run.steps[run.cursor];
+  if (state?.status === "waiting" && state.timeout_at && Date.parse(state.timeout_at) <= c.now) {
+    const step = run.definition[run.cursor] as ApprovalStep;
+    const write = fail(run, `no decision within the step's timeout_ms (${step.timeout_ms ?? "?"} ms)`, c, {}, "timed_out");
+    return { ...write, set: { ...write.set, pending_approval: null } };
+  }
+  return null;
 }
 
 /** The current step, taken one move further. */
@@ -378,6 +477,7 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
   const at = iso(c.now);
   if (!step) return write(written(run, finish(run, "succeeded", at), keep(c), c.now, true));
   const state = run.steps[run.cursor];
+  if (step.if !== undefined && state.status === "pending" && !condition(step.if, scopeOf(run))) return write(skip(run, c));
   switch (step.type) {
     case "delay":
       if (state.status !== "waiting") return write(wait(run, c, c.now + step.duration_ms));
@@ -389,7 +489,9 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
       if (fault) return write(fail(run, `approval.requested: ${fault}`, c));
       // On the run as text (a template of the whole message may have filled in a value).
       const text = message === null || typeof message === "string" ? message : JSON.stringify(message);
-      return write(wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }, { message: text }));
+      return write(
+        wait(run, c, null, { id: newId("evt"), type: "approval.requested", data }, { message: text, timeoutMs: step.timeout_ms }),
+      );
     }
     case "emit": {
       const data = render(step.data, scopeOf(run)) as Record<string, unknown>;
@@ -398,6 +500,20 @@ function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
       if (fault) return write(fail(run, fault, c, { attempt_count: 1 }));
       const event: OutboxEvent = { id: newId("evt"), type: step.event_type, data };
       return write(advance(run, { output: { event_id: event.id }, started_at: at, attempt_count: 1 }, c, event));
+    }
+    case "set": {
+      const output = boundedOutput(render(step.output, scopeOf(run)), outputsBytes(run.steps, run.cursor));
+      return write(advance(run, { output, started_at: at, attempt_count: 1 }, c));
+    }
+    case "stop": {
+      const rendered = step.message === null ? null : render(step.message, scopeOf(run));
+      const message = rendered === null || typeof rendered === "string" ? rendered : JSON.stringify(rendered);
+      const stopped = { ...run, stop_message: message, steps: put(run, { output: { status: step.status, message }, attempt_count: 1 }) };
+      const end =
+        step.status === "succeeded"
+          ? finish(stopped, "succeeded", at, "succeeded")
+          : finish(stopped, "failed", at, "failed", message ?? "stopped", "stopped");
+      return write(written(run, { stop_message: message, ...end }, keep(c), c.now, true));
     }
     case "http":
       if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };
@@ -498,7 +614,11 @@ export function reject(run: RunDoc, now: number, d: Decider): RunWrite {
   checkWaitsForApproval(run);
   const { made, outbox } = decisionOf(run, "rejected", d, now);
   const rejected = { ...run, outbox, steps: put(run, { output: { approved: false }, decision: made }) };
-  return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected"), now);
+  if (run.definition[run.cursor]?.on_error === "continue") {
+    const steps = put(rejected, { status: "failed", error: "rejected", error_code: "rejected", finished_at: iso(now) });
+    return decided(run, { status: "running", cursor: run.cursor + 1, steps, pending_approval: null, outbox }, now);
+  }
+  return decided(run, finish(rejected, "failed", iso(now), "failed", "rejected", "rejected"), now);
 }
 
 /** How many times one run may be retried (its `attempt` is at most one more). */
@@ -513,7 +633,8 @@ export const MAX_RUN_RETRIES = 20;
 export function retry(run: RunDoc, now: number): RunWrite {
   if (run.status !== "failed")
     throw new ApiError("invalid_state", `Only a failed run can be retried (it is ${run.status})`, { param: "run_id" });
-  const at = run.steps.findIndex((s) => s.status === "failed");
+  // The step the run ended at: earlier ones may have failed under `on_error: continue`.
+  const at = run.steps.findLastIndex((s) => s.status === "failed");
   if (at < 0) throw new ApiError("invalid_state", "The run has no failed step to go on from", { param: "run_id" });
   if (run.steps[at].decision?.decision === "rejected")
     throw new ApiError("invalid_state", "The run was rejected at an approval step: a decision is not retried; rerun it to ask again", {
@@ -522,9 +643,32 @@ export function retry(run: RunDoc, now: number): RunWrite {
   const attempt = (run.attempt ?? 1) + 1;
   if (attempt > MAX_RUN_RETRIES + 1)
     throw new ApiError("invalid_state", `The run was retried ${MAX_RUN_RETRIES} times already; rerun it`, { param: "run_id" });
-  const fresh = { status: "pending" as const, output: null, error: null, attempt_count: 0, started_at: null, finished_at: null };
+  const fresh = {
+    status: "pending" as const,
+    output: null,
+    error: null,
+    attempt_count: 0,
+    started_at: null,
+    finished_at: null,
+    timeout_at: null,
+  };
   const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
-  return written(run, { status: "queued", attempt, cursor: at, steps, finished_at: null }, { kind: "due", at: now }, now, true);
+  return written(
+    run,
+    {
+      status: "queued",
+      attempt,
+      cursor: at,
+      steps,
+      finished_at: null,
+      stop_message: null,
+      // A retried run has its whole time limit again.
+      ...(run.timeout_ms !== undefined && { deadline_at: now + run.timeout_ms }),
+    },
+    { kind: "due", at: now },
+    now,
+    true,
+  );
 }
 
 /** Rerun: a new run of `workflow` as it is now (its current version), with `old`'s input, linked to it; `old` must have ended. */

@@ -10,6 +10,8 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { MAX_CHAIN_DEPTH, newRun } from "./runs.logic";
 import type { Budget, RunsMethods, RunsVars } from "./runs.mixin";
+import { eventView, listenersOf, passes } from "./trigger-match";
+import type { WorkflowDoc } from "./workflows.logic";
 
 const SWEEP_MS = 500;
 const MINUTE_MS = 60_000;
@@ -30,6 +32,8 @@ interface TriggersMethods extends RunsMethods {
   chainLimited(tenant: Required<Tenant>, root: string, event: EventDoc, workflowId: string, reason: "runs" | "depth"): Promise<void>;
   /** RUN_STARTS_PER_MINUTE refused an event-started run: the environment's events wait for the next minute (logged once). */
   startsRefused(tenant: Required<Tenant>, starts: Budget): void;
+  /** Whether `event` starts `workflow` (its type or pattern, and its filter); a filter that fails says why in the log. */
+  passes(workflow: WorkflowDoc, event: EventDoc): boolean;
 }
 
 /**
@@ -58,13 +62,16 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
       if ((this.startsSpent.get(key) ?? 0) > minuteNow) return new Set(events.map((e: EventDoc) => e.id));
       this.startsSpent.delete(key);
       const started: string[] = [];
-      const listening = await this.workflows.find(tenant, { status: "active", "trigger.type": "event" });
+      const listening = await listenersOf(
+        this.workflows,
+        tenant,
+        events.map((e: EventDoc) => e.type),
+      );
       const starts = this.startsBudget(tenant, minuteNow);
       await Promise.all(
         events.map(async (event: EventDoc) => {
-          const targets = listening.filter(
-            (wf) => wf.trigger.type === "event" && wf.trigger.event_type === event.type && wf.id !== event.origin_workflow_id,
-          );
+          // Type, pattern and filter (trigger-match.ts): an event that does not pass costs no write.
+          const targets = listening.filter((wf) => wf.id !== event.origin_workflow_id && this.passes(wf, event));
           if (targets.length === 0) return;
           const root = event.chain_root ?? event.id;
           const budget = {
@@ -82,7 +89,7 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
             if (event.chain_root === undefined) await this.openBudget(tenant, root, budget.expiresAt);
             await Promise.all(
               targets.map(async (wf) => {
-                const input = { event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data } };
+                const input = { event: eventView(event) };
                 const run = {
                   ...traceOf(event),
                   ...newRun(
@@ -115,6 +122,12 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
       );
       for (const id of started) this.engine.wake(id, tenant);
       return incomplete;
+    },
+
+    passes(workflow, event) {
+      const { ok, why } = passes(workflow.trigger, event);
+      if (why) this.logger.info(`event ${event.id} (${event.type}) starts no run of workflow ${workflow.id}: ${why}`);
+      return ok;
     },
 
     startsRefused(tenant, starts) {

@@ -2,11 +2,15 @@ import { ApiError, echo, invalidParam, notOneOf, type ErrorCode } from "../../sh
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
 import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
+import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
+import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
+import { checkRetry } from "./retry.logic";
 import {
   HTTP_METHODS,
   type Actor,
   type HttpStep,
   type Step,
+  type StepCommon,
   type Trigger,
   type Workflow,
   type WorkflowVersion,
@@ -17,7 +21,7 @@ import {
  * that a run never meets a step it cannot execute. Every error names the step and the field.
  */
 export const MAX_STEPS = 50;
-export const STEP_TYPES = ["http", "delay", "approval", "emit"] as const;
+export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set"] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
@@ -26,11 +30,6 @@ export const DELAY_MAX_MS = 30 * 24 * 60 * 60 * 1000;
 /** JSON size of a step's `body` or `data`, and of a whole workflow's steps. */
 export const STEP_VALUE_MAX_BYTES = 64 * 1024;
 const STEP_ID = /^[a-z][a-z0-9_]{0,49}$/;
-/** `{{input.a.b}}` or `{{steps.<id>.output.a.b}}`; paths are names or array indexes. */
-const TEMPLATE = /\{\{(.*?)\}\}/g;
-const REFERENCE = /^\s*(?:input|steps\.([a-z][a-z0-9_]*)\.output)((?:\.[A-Za-z0-9_-]+)*)\s*$/;
-const RUN_REFERENCE = /^\s*(?:run\.(?:id|attempt)|workflow\.id)\s*$/;
-const SECRET_REFERENCE = /^\s*secrets\.([A-Za-z][A-Za-z0-9_]{0,63})\s*$/;
 
 export {
   HTTP_METHODS,
@@ -38,7 +37,9 @@ export {
   type DelayStep,
   type EmitStep,
   type HttpStep,
+  type SetStep,
   type Step,
+  type StopStep,
   type Trigger,
 } from "../../shared/api/wire";
 
@@ -88,6 +89,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   status: doc.status,
   trigger: doc.trigger,
   steps: doc.steps,
+  timeout_ms: doc.timeout_ms ?? null,
   created_at: doc.updated_at,
   created_by: by,
 });
@@ -100,11 +102,14 @@ export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: Wo
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));
 
-/** The trigger, checked: manual, or an event type (a custom type, or one the platform emits). */
+/**
+ * The trigger, checked: manual, or an event type (a custom type, or one the platform emits, or a
+ * pattern with `*` for one segment) with an optional filter, CEL over `event`.
+ */
 export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw))
     throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
-  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type");
+  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
   if (raw.type === "manual") {
@@ -114,13 +119,19 @@ export function checkTrigger(raw: unknown): Trigger {
   }
   if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event"], raw.type);
   const type = raw.event_type;
-  if (typeof type !== "string" || !EVENT_TYPE_PATTERN.test(type)) {
-    throw invalidParam("trigger.event_type", "trigger.event_type must be an event type such as 'order.created'");
+  const pattern = typeof type === "string" && isPattern(type);
+  if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {
+    throw invalidParam(
+      "trigger.event_type",
+      `trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*' (at most ${MAX_STARS} *)`,
+    );
   }
-  if (isReservedType(type) && !isSystemType(type)) {
+  if (!pattern && isReservedType(type) && !isSystemType(type)) {
     throw invalidParam("trigger.event_type", `Unknown event type '${type}': GET /v1/events/types lists the system types`);
   }
-  return { type: "event", event_type: type };
+  const fault: Fault = (field, message) => invalidParam(`trigger.${field}`, `trigger.${field}: ${message}`);
+  if (raw.filter === undefined) return { type: "event", event_type: type };
+  return { type: "event", event_type: type, filter: checkCondition(fault, "filter", raw.filter, "event") };
 }
 
 /** Where a step's problem is, for the error: `steps[2].url`, with the step's id in the message. */
@@ -142,11 +153,17 @@ class StepFault {
 }
 
 const FIELDS: Record<StepType, readonly string[]> = {
-  http: ["method", "url", "headers", "body", "timeout_ms", "retries"],
+  http: ["method", "url", "headers", "body", "timeout_ms", "retries", "retry"],
   delay: ["duration_ms"],
-  approval: ["message"],
+  approval: ["message", "timeout_ms"],
   emit: ["event_type", "data"],
+  stop: ["status", "message"],
+  set: ["output"],
 };
+/** Fields every step may have (docs/workflows/language.md). */
+const COMMON = ["if", "on_error"] as const;
+/** Steps whose failure `on_error: continue` can pass over (a stop step's failure is the point). */
+const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay"]);
 
 function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
@@ -154,40 +171,6 @@ function integerIn(fault: StepFault, field: string, value: unknown, min: number,
     throw fault.error(field, `${field} must be a whole number from ${min} to ${max}`);
   }
   return value;
-}
-
-/**
- * Every `{{…}}` in the strings of `value` must name the input, the output of an earlier step, the
- * run, or (in an http step, whose request alone leaves unstored) a secret: a secret in an event's
- * data or an approval's message would be stored and published in clear.
- */
-function checkTemplates(fault: StepFault, field: string, value: unknown, earlier: ReadonlySet<string>, type: StepType): void {
-  if (typeof value === "string") {
-    for (const match of value.matchAll(TEMPLATE)) {
-      if (RUN_REFERENCE.test(match[1])) continue;
-      if (SECRET_REFERENCE.test(match[1])) {
-        if (type === "http") continue;
-        throw fault.error(
-          field,
-          `'{{${match[1].trim()}}}': secrets can be used in http steps only (url, headers, body), where they are never stored`,
-        );
-      }
-      const ref = REFERENCE.exec(match[1]);
-      if (!ref) {
-        throw fault.error(
-          field,
-          `'{{${match[1]}}}' is not a template: use {{input.<path>}}, {{steps.<step_id>.output.<path>}}, {{run.id}}, {{run.attempt}}, {{workflow.id}} or {{secrets.<NAME>}}`,
-        );
-      }
-      if (ref[1] !== undefined && !earlier.has(ref[1])) {
-        throw fault.error(field, `'{{${match[1].trim()}}}' refers to '${ref[1]}', which is not an earlier step`);
-      }
-    }
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => checkTemplates(fault, `${field}[${i}]`, v, earlier, type));
-  } else if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) checkTemplates(fault, formatPath([k], field), v, earlier, type);
-  }
 }
 
 const hasTemplate = (s: string): boolean => s.includes("{{");
@@ -215,19 +198,35 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     const type = item.type as StepType;
     if (!STEP_TYPES.includes(type))
       throw fault.error("type", `type must be one of ${STEP_TYPES.map((t) => JSON.stringify(t)).join(", ")}; received ${echo(type)}`);
-    const extra = Object.keys(item).find((k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k));
+    const extra = Object.keys(item).find(
+      (k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k) && !(COMMON as readonly string[]).includes(k),
+    );
     if (extra !== undefined) {
       throw fault.error(
         formatPath([extra]),
-        `${/^[aeiou]/.test(type) ? "an" : "a"} ${type} step has no field ${JSON.stringify(extra)} (it takes ${FIELDS[type].join(", ")})`,
+        `${/^[aeiou]/.test(type) ? "an" : "a"} ${type} step has no field ${JSON.stringify(extra)} (it takes ${[...FIELDS[type], ...COMMON].join(", ")})`,
         "parameter_unknown",
       );
     }
-    for (const field of FIELDS[type]) checkTemplates(fault, field, item[field], earlier, type);
-    steps.push(await checkStep(fault, id, type, item, rules));
+    const faultAt: Fault = (field, message) => fault.error(field, message);
+    for (const field of FIELDS[type]) checkTemplates(faultAt, field, item[field], earlier, type);
+    const common: StepCommon = {};
+    if (item.if !== undefined) common.if = checkCondition(faultAt, "if", item.if, "step", earlier);
+    if (item.on_error !== undefined) {
+      if (item.on_error !== "fail" && item.on_error !== "continue")
+        throw fault.error("on_error", `on_error must be "fail" or "continue"; received ${echo(item.on_error)}`);
+      if (!CAN_FAIL.has(type)) throw fault.error("on_error", `a ${type} step takes no on_error`);
+      common.on_error = item.on_error;
+    }
+    steps.push({ ...(await checkStep(fault, id, type, item, rules)), ...common });
     earlier.add(id);
   }
   return steps;
+}
+
+/** A step's full retry policy: when given, it replaces `retries`, its short form. */
+function retryOf(fault: StepFault, item: Record<string, unknown>) {
+  return checkRetry(item.retry, (field, message) => fault.error(field, message));
 }
 
 async function checkStep(fault: StepFault, id: string, type: StepType, item: Record<string, unknown>, rules: TargetRules): Promise<Step> {
@@ -272,6 +271,7 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
         body: item.body ?? null,
         timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, HTTP_TIMEOUT_MAX_MS, HTTP_TIMEOUT_DEFAULT_MS),
         retries: integerIn(fault, "retries", item.retries, 0, HTTP_RETRIES_MAX, 0),
+        ...(item.retry !== undefined && { retry: retryOf(fault, item) }),
       };
     }
     case "delay":
@@ -281,7 +281,12 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
       if (message !== null && (typeof message !== "string" || message.length > 1000)) {
         throw fault.error("message", "message must be a string of at most 1000 characters");
       }
-      return { id, type, message };
+      return {
+        id,
+        type,
+        message,
+        ...(item.timeout_ms !== undefined && { timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, DELAY_MAX_MS) }),
+      };
     }
     case "emit": {
       const eventType = item.event_type;
@@ -294,6 +299,20 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
       if (!isObject(data)) throw fault.error("data", "data must be an object");
       if (jsonBytes(data) > STEP_VALUE_MAX_BYTES) throw fault.error("data", `data is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
       return { id, type, event_type: eventType, data };
+    }
+    case "stop": {
+      if (item.status !== "succeeded" && item.status !== "failed")
+        throw notOneOf(fault.param("status"), ["succeeded", "failed"], item.status);
+      const message = item.message ?? null;
+      if (message !== null && (typeof message !== "string" || message.length > 1000))
+        throw fault.error("message", "message must be a string of at most 1000 characters");
+      return { id, type, status: item.status, message };
+    }
+    case "set": {
+      if (item.output === undefined) throw fault.error("output", "a set step needs an output: the value (with templates) it gives");
+      if (jsonBytes(item.output) > STEP_VALUE_MAX_BYTES)
+        throw fault.error("output", `output is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+      return { id, type, output: item.output };
     }
   }
 }

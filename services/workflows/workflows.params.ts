@@ -8,14 +8,19 @@ const status = { type: "enum", values: ["active", "inactive"], optional: true } 
 // The trigger and the steps are checked in the logic, to name the step and field at fault.
 const trigger = { type: "any" } as const;
 const steps = { type: "any" } as const;
+/** The most a run may take (docs/workflows/language.md): 30 days. */
+export const RUN_TIMEOUT_MAX_MS = 30 * 24 * 60 * 60 * 1000;
+/** null or absent: runs have no time limit. */
+const timeout_ms = { type: "number", integer: true, min: 1, max: RUN_TIMEOUT_MAX_MS, optional: true, nullable: true } as const;
 
-export const createParams = { $$strict: true, name, description, status, trigger, steps } as const;
+export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms } as const;
 export interface CreateParams {
   name: string;
   description?: string | null;
   status?: "active" | "inactive";
   trigger: unknown;
   steps: unknown;
+  timeout_ms?: number | null;
 }
 
 export const listParams = {
@@ -37,6 +42,7 @@ export const updateParams = {
   status,
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
+  timeout_ms,
 } as const;
 export interface UpdateParams {
   id: string;
@@ -45,6 +51,7 @@ export interface UpdateParams {
   status?: "active" | "inactive";
   trigger?: unknown;
   steps?: unknown;
+  timeout_ms?: number | null;
 }
 
 export { idParams, type IdParams } from "../../shared/api/pagination";

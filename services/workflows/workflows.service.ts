@@ -8,7 +8,7 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import { StoreMixin } from "../../shared/runtime/store.mixin";
 import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
 import type { Filter, Tenant } from "../../shared/storage/types";
-import type { WorkflowWithSecret } from "../../shared/api/wire";
+import type { WorkflowDefinition, WorkflowWithSecret } from "../../shared/api/wire";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
@@ -85,6 +85,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           status: ctx.params.status ?? "active",
           trigger,
           steps,
+          timeout_ms: ctx.params.timeout_ms ?? null,
           version: 1,
           created_at: at,
           updated_at: at,
@@ -98,6 +99,24 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         ]);
         if (!stored) throw quotaExceeded(quota.quota, quota.limit, quota.what);
         return { ...workflowView(doc), signing_secret: doc.signing_secret as string };
+      },
+    },
+
+    /** POST /workflows/validate — workflows:read; the checks of a create, storing nothing: the definition as it would be stored. */
+    validate: {
+      params: createParams,
+      async handler(ctx: Ctx<CreateParams>): Promise<WorkflowDefinition> {
+        const trigger = checkTrigger(ctx.params.trigger);
+        const steps = await this.checkedSteps(ctx.params.steps, tenantOf(ctx));
+        return {
+          object: "workflow_definition",
+          name: ctx.params.name,
+          description: ctx.params.description ?? null,
+          status: ctx.params.status ?? "active",
+          trigger,
+          steps,
+          timeout_ms: ctx.params.timeout_ms ?? null,
+        };
       },
     },
 
@@ -140,6 +159,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (status !== undefined) set.status = status;
         if (trigger !== undefined) set.trigger = checkTrigger(trigger);
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
+        if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([
           {

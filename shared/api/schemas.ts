@@ -43,6 +43,16 @@ const CUSTOM_EVENT_TYPE = {
   description: `A custom event type: not under the reserved prefixes ${RESERVED_PREFIXES.join(", ")}`,
   not: { pattern: `^(${RESERVED_PREFIXES.map((p) => p.replace(".", "\\.")).join("|")})` },
 } as const;
+/** An event trigger's type with `*` for one or two whole segments (`order.*`). */
+const SEGMENT = "[a-z][a-z0-9_]*";
+const EVENT_TYPE_PATTERN = {
+  type: "string",
+  pattern: `^(?:(?:${SEGMENT}\\.)*\\*(?:\\.${SEGMENT})*(?:\\.\\*)?(?:\\.${SEGMENT})*)$`,
+  not: { pattern: "^\\*$" },
+  maxLength: EVENT_TYPE_MAX,
+  description: "An event type with `*` standing for one segment, at most twice",
+  examples: ["order.*"],
+};
 const SUBSCRIBABLE_EVENT_TYPE = { anyOf: [CUSTOM_EVENT_TYPE, { type: "string", enum: Object.keys(SYSTEM_EVENT_TYPES) }] };
 
 const object = (name: string, properties: Record<string, JsonSchema>, optional: string[] = [], description?: string): JsonSchema => ({
@@ -102,6 +112,31 @@ const attempt = object(
   ["request", "response", "response_excerpt"],
 );
 
+/** What every step may say besides its own fields (docs/workflows/language.md). */
+const STEP_COMMON: Record<string, JsonSchema> = {
+  if: { type: "string", maxLength: 2004, description: "A CEL condition (braces optional): false skips the step (`skipped`, output null)" },
+  on_error: {
+    type: "string",
+    enum: ["fail", "continue"],
+    default: "fail",
+    description: "`continue`: a failure leaves the step `failed` with its error and the run goes on",
+  },
+};
+const COMMON_KEYS = Object.keys(STEP_COMMON);
+const RETRY_POLICY = object(
+  "RetryPolicy",
+  {
+    max_attempts: { type: "integer", minimum: 1, maximum: 20 },
+    initial_interval_ms: { type: "integer", minimum: 1, maximum: 3_600_000 },
+    backoff_rate: { type: "number", minimum: 1, maximum: 10 },
+    max_interval_ms: { type: "integer", minimum: 1, maximum: 3_600_000 },
+    jitter: { type: "string", enum: ["full", "none"] },
+    on: { type: "array", items: { type: "string", enum: ["timeout", "network", "5xx", "429", "408", "4xx"] } },
+  },
+  [],
+  "When an http step's attempt is tried again; Retry-After is honoured up to max_interval_ms",
+);
+
 const httpStep = object(
   "HttpStep",
   {
@@ -113,8 +148,10 @@ const httpStep = object(
     body: {},
     timeout_ms: { type: "integer" },
     retries: { type: "integer" },
+    retry: RETRY_POLICY,
+    ...STEP_COMMON,
   },
-  [],
+  ["retry", ...COMMON_KEYS],
 );
 
 /** The resources as the API answers them (wire.ts), by component name. */
@@ -257,7 +294,21 @@ export const RESOURCES: Record<string, JsonSchema> = {
     ["test"],
   ),
   ManualTrigger: object("ManualTrigger", { type: { const: "manual" } }),
-  EventTrigger: object("EventTrigger", { type: { const: "event" }, event_type: SUBSCRIBABLE_EVENT_TYPE }),
+  EventTrigger: object(
+    "EventTrigger",
+    {
+      type: { const: "event" },
+      event_type: {
+        anyOf: [SUBSCRIBABLE_EVENT_TYPE, EVENT_TYPE_PATTERN],
+      },
+      filter: {
+        type: "string",
+        maxLength: 2004,
+        description: "A CEL condition over `event` (braces optional): only events it passes start a run",
+      },
+    },
+    ["filter"],
+  ),
   Trigger: {
     oneOf: [ref("ManualTrigger"), ref("EventTrigger")],
     discriminator: {
@@ -266,11 +317,41 @@ export const RESOURCES: Record<string, JsonSchema> = {
     },
   },
   HttpStep: httpStep,
-  DelayStep: object("DelayStep", { id: { type: "string" }, type: { const: "delay" }, duration_ms: { type: "integer" } }),
-  ApprovalStep: object("ApprovalStep", { id: { type: "string" }, type: { const: "approval" }, message: { type: ["string", "null"] } }),
-  EmitStep: object("EmitStep", { id: { type: "string" }, type: { const: "emit" }, event_type: EVENT_TYPE, data: anyObject }),
+  DelayStep: object(
+    "DelayStep",
+    { id: { type: "string" }, type: { const: "delay" }, duration_ms: { type: "integer" }, ...STEP_COMMON },
+    COMMON_KEYS,
+  ),
+  ApprovalStep: object(
+    "ApprovalStep",
+    {
+      id: { type: "string" },
+      type: { const: "approval" },
+      message: { type: ["string", "null"] },
+      timeout_ms: { type: "integer" },
+      ...STEP_COMMON,
+    },
+    ["timeout_ms", ...COMMON_KEYS],
+  ),
+  EmitStep: object(
+    "EmitStep",
+    { id: { type: "string" }, type: { const: "emit" }, event_type: EVENT_TYPE, data: anyObject, ...STEP_COMMON },
+    COMMON_KEYS,
+  ),
+  StopStep: object(
+    "StopStep",
+    {
+      id: { type: "string" },
+      type: { const: "stop" },
+      status: { type: "string", enum: ["succeeded", "failed"] },
+      message: { type: ["string", "null"] },
+      if: STEP_COMMON.if,
+    },
+    ["if"],
+  ),
+  SetStep: object("SetStep", { id: { type: "string" }, type: { const: "set" }, output: {}, ...STEP_COMMON }, COMMON_KEYS),
   Step: {
-    oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep")],
+    oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep"), ref("StopStep"), ref("SetStep")],
     discriminator: {
       propertyName: "type",
       mapping: {
@@ -278,6 +359,8 @@ export const RESOURCES: Record<string, JsonSchema> = {
         delay: "#/components/schemas/DelayStep",
         approval: "#/components/schemas/ApprovalStep",
         emit: "#/components/schemas/EmitStep",
+        stop: "#/components/schemas/StopStep",
+        set: "#/components/schemas/SetStep",
       },
     },
   },
@@ -346,24 +429,32 @@ export const RESOURCES: Record<string, JsonSchema> = {
     [],
     "One successful mutation made through the API: who, what, to which resource, from where and when",
   ),
-  Workflow: object("Workflow", {
-    object: objectTag("workflow"),
-    id: idOf("wf"),
-    environment,
-    name: { type: "string" },
-    description: { type: ["string", "null"] },
-    status: { type: "string", enum: ["active", "inactive"] },
-    trigger: ref("Trigger"),
-    steps: { type: "array", items: ref("Step") },
-    version: { type: "integer", minimum: 1 },
-    created_at: time,
-    updated_at: time,
-  }),
+  Workflow: object(
+    "Workflow",
+    {
+      object: objectTag("workflow"),
+      id: idOf("wf"),
+      environment,
+      name: { type: "string" },
+      description: { type: ["string", "null"] },
+      status: { type: "string", enum: ["active", "inactive"] },
+      trigger: ref("Trigger"),
+      steps: { type: "array", items: ref("Step") },
+      timeout_ms: {
+        type: ["integer", "null"],
+        description: "The most a run may take; a run over it fails with run_timed_out. Null: no limit",
+      },
+      version: { type: "integer", minimum: 1 },
+      created_at: time,
+      updated_at: time,
+    },
+    ["timeout_ms"],
+  ),
   RunStep: object(
     "RunStep",
     {
       id: { type: "string" },
-      type: { type: "string", enum: ["http", "delay", "approval", "emit"] },
+      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set"] },
       status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
       output: {},
       error: { type: ["string", "null"] },
@@ -372,8 +463,29 @@ export const RESOURCES: Record<string, JsonSchema> = {
       finished_at: nullable(time),
       message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
       decision: { ...refOrNull("ApprovalDecision"), description: "Approval steps, once decided" },
+      timeout_at: { ...nullable(time), description: "Approval steps with a timeout_ms, while they wait: when they time out" },
+      attempts: {
+        type: "array",
+        maxItems: 10,
+        description: "http steps: the newest attempts (at most 10), each with why it failed",
+        items: object(
+          "StepAttempt",
+          {
+            attempt: { type: "integer", minimum: 1 },
+            started_at: time,
+            finished_at: time,
+            status_code: { type: "integer" },
+            error: { type: ["string", "null"] },
+          },
+          ["status_code"],
+        ),
+      },
+      error_code: {
+        type: ["string", "null"],
+        description: "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`)",
+      },
     },
-    ["message", "decision"],
+    ["message", "decision", "timeout_at", "attempts", "error_code"],
   ),
   ApprovalDecision: object("ApprovalDecision", {
     decision: { type: "string", enum: ["approved", "rejected"] },
@@ -409,24 +521,39 @@ export const RESOURCES: Record<string, JsonSchema> = {
       },
       cancelled_by: { ...refOrNull("Actor"), description: "Who cancelled it through the API" },
       cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", null] },
+      stop_message: { type: ["string", "null"], description: "The message of the stop step that ended the run, or null" },
       created_at: time,
       updated_at: time,
       finished_at: nullable(time),
     },
     ["cancelled_by", "cancel_reason"],
   ),
-  WorkflowVersion: object("WorkflowVersion", {
-    object: objectTag("workflow_version"),
-    workflow_id: idOf("wf"),
-    version: { type: "integer", minimum: 1 },
+  WorkflowDefinition: object("WorkflowDefinition", {
+    object: objectTag("workflow_definition"),
     name: { type: "string" },
     description: { type: ["string", "null"] },
     status: { type: "string", enum: ["active", "inactive"] },
     trigger: ref("Trigger"),
     steps: { type: "array", items: ref("Step") },
-    created_at: time,
-    created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
+    timeout_ms: { type: ["integer", "null"] },
   }),
+  WorkflowVersion: object(
+    "WorkflowVersion",
+    {
+      object: objectTag("workflow_version"),
+      workflow_id: idOf("wf"),
+      version: { type: "integer", minimum: 1 },
+      name: { type: "string" },
+      description: { type: ["string", "null"] },
+      status: { type: "string", enum: ["active", "inactive"] },
+      trigger: ref("Trigger"),
+      steps: { type: "array", items: ref("Step") },
+      timeout_ms: { type: ["integer", "null"] },
+      created_at: time,
+      created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
+    },
+    ["timeout_ms"],
+  ),
   UsageReport: object("UsageReport", {
     object: objectTag("usage_report"),
     from: time,
@@ -540,7 +667,7 @@ RESOURCES.WebhookWithSecret = withSecret(
 
 const STEP_ID = { type: "string", pattern: "^[a-z][a-z0-9_]{0,49}$", description: "Defaults to step_<n> (its position from 1)" };
 const TEMPLATES =
-  "Strings may hold templates: `{{input.<path>}}` or `{{steps.<earlier step id>.output.<path>}}`; anything else in `{{…}}` is refused.";
+  "Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only.";
 
 /** What a client writes as a step: the rules checkSteps (services/workflows/workflows.logic.ts) enforces. */
 const stepInputs: Record<string, JsonSchema> = {
@@ -567,23 +694,62 @@ const stepInputs: Record<string, JsonSchema> = {
       body: { description: `Any JSON value, at most 64 KiB as JSON. ${TEMPLATES}` },
       timeout_ms: { type: "integer", minimum: 1, maximum: 60_000, default: 10_000 },
       retries: { type: "integer", minimum: 0, maximum: 10, default: 0 },
+      retry: RETRY_POLICY,
+      ...STEP_COMMON,
     },
-    ["id", "method", "headers", "body", "timeout_ms", "retries"],
+    ["id", "method", "headers", "body", "timeout_ms", "retries", "retry", ...COMMON_KEYS],
   ),
   DelayStepInput: object(
     "DelayStepInput",
-    { id: STEP_ID, type: { const: "delay" }, duration_ms: { type: "integer", minimum: 1, maximum: 30 * 24 * 60 * 60 * 1000 } },
-    ["id"],
+    {
+      id: STEP_ID,
+      type: { const: "delay" },
+      duration_ms: { type: "integer", minimum: 1, maximum: 30 * 24 * 60 * 60 * 1000 },
+      ...STEP_COMMON,
+    },
+    ["id", ...COMMON_KEYS],
   ),
   ApprovalStepInput: object(
     "ApprovalStepInput",
-    { id: STEP_ID, type: { const: "approval" }, message: { type: ["string", "null"], maxLength: 1000 } },
-    ["id", "message"],
+    {
+      id: STEP_ID,
+      type: { const: "approval" },
+      message: { type: ["string", "null"], maxLength: 1000 },
+      timeout_ms: {
+        type: "integer",
+        minimum: 1,
+        maximum: 30 * 24 * 60 * 60 * 1000,
+        description: "No decision within this: the step fails with timed_out",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "message", "timeout_ms", ...COMMON_KEYS],
   ),
   EmitStepInput: object(
     "EmitStepInput",
-    { id: STEP_ID, type: { const: "emit" }, event_type: CUSTOM_EVENT_TYPE, data: { ...anyObject, default: {} } },
-    ["id", "data"],
+    { id: STEP_ID, type: { const: "emit" }, event_type: CUSTOM_EVENT_TYPE, data: { ...anyObject, default: {} }, ...STEP_COMMON },
+    ["id", "data", ...COMMON_KEYS],
+  ),
+  StopStepInput: object(
+    "StopStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "stop" },
+      status: { type: "string", enum: ["succeeded", "failed"] },
+      message: { type: ["string", "null"], maxLength: 1000, description: `Kept as the run's stop_message. ${TEMPLATES}` },
+      if: STEP_COMMON.if,
+    },
+    ["id", "message", "if"],
+  ),
+  SetStepInput: object(
+    "SetStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "set" },
+      output: { description: `Any JSON value, at most 64 KiB as JSON: the step's output, its templates filled. ${TEMPLATES}` },
+      ...STEP_COMMON,
+    },
+    ["id", ...COMMON_KEYS],
   ),
 };
 
@@ -640,6 +806,7 @@ const subscription = {
  */
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "workflows.create": { trigger: ref("Trigger"), steps },
+  "workflows.validate": { trigger: ref("Trigger"), steps },
   "workflows.update": { trigger: ref("Trigger"), steps },
   "keys.create": {
     scopes: { type: "array", minItems: 1, maxItems: SCOPE_NAMES.length, items: ref("Scope"), description: "Scopes your own key holds" },

@@ -250,11 +250,30 @@ export type OutcomeReport = Outcomes & {
   webhooks?: (Outcomes & { webhook_id: string })[];
 };
 
-export type Trigger = { type: "manual" } | { type: "event"; event_type: string };
+/** An event trigger's `event_type` may hold `*` for one segment (`order.*`); `filter` is CEL over `event`. */
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string };
+
+/** What every step may say besides its own fields (docs/workflows/language.md). */
+export interface StepCommon {
+  /** CEL, braces optional: false skips the step. */
+  if?: string;
+  /** `continue`: a failure of the step leaves it `failed` and the run goes on. */
+  on_error?: "fail" | "continue";
+}
+
+/** When an http step's attempt is tried again (docs/workflows/language.md). */
+export interface RetryPolicy {
+  max_attempts: number;
+  initial_interval_ms: number;
+  backoff_rate: number;
+  max_interval_ms: number;
+  jitter: "full" | "none";
+  on: ("timeout" | "network" | "5xx" | "429" | "408" | "4xx")[];
+}
 
 export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
-export interface HttpStep {
+export interface HttpStep extends StepCommon {
   id: string;
   type: "http";
   method: (typeof HTTP_METHODS)[number];
@@ -263,24 +282,41 @@ export interface HttpStep {
   body: unknown;
   timeout_ms: number;
   retries: number;
+  /** The full retry policy; absent: `retries` with the platform's back-off. */
+  retry?: RetryPolicy;
 }
-export interface DelayStep {
+export interface DelayStep extends StepCommon {
   id: string;
   type: "delay";
   duration_ms: number;
 }
-export interface ApprovalStep {
+export interface ApprovalStep extends StepCommon {
   id: string;
   type: "approval";
   message: string | null;
+  /** No decision within this: the step fails with `timed_out`. */
+  timeout_ms?: number;
 }
-export interface EmitStep {
+export interface EmitStep extends StepCommon {
   id: string;
   type: "emit";
   event_type: string;
   data: Record<string, unknown>;
 }
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep;
+/** Ends the run with `status`; later steps are skipped; `message` (templates filled) is kept as the run's `stop_message`. */
+export interface StopStep extends StepCommon {
+  id: string;
+  type: "stop";
+  status: "succeeded" | "failed";
+  message: string | null;
+}
+/** Its output is `output` with its templates filled; no I/O. */
+export interface SetStep extends StepCommon {
+  id: string;
+  type: "set";
+  output: unknown;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep;
 
 export interface Workflow {
   object: "workflow";
@@ -291,10 +327,18 @@ export interface Workflow {
   status: "active" | "inactive";
   trigger: Trigger;
   steps: Step[];
+  /** The most a run may take, in ms; a run over it fails with `run_timed_out`. Null: no limit. */
+  timeout_ms?: number | null;
   version: number;
   created_at: string;
   updated_at: string;
 }
+
+/** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
+export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
+  Workflow,
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms"
+>;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
 export type WorkflowWithSecret = Workflow & { signing_secret: string };
@@ -345,6 +389,21 @@ export interface RunStep {
   message?: string | null;
   /** Approval steps, once decided. */
   decision?: ApprovalDecision | null;
+  /** Approval steps with a timeout_ms, while they wait: when they time out. */
+  timeout_at?: string | null;
+  /** http steps: the newest attempts (at most 10), each with why it failed. */
+  attempts?: StepAttempt[];
+  /** Failed steps: what kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`). */
+  error_code?: string | null;
+}
+
+/** One attempt of an http step. */
+export interface StepAttempt {
+  attempt: number;
+  started_at: string;
+  finished_at: string;
+  status_code?: number;
+  error: string | null;
 }
 
 /** The approval a waiting run asks for: its step and message. */
@@ -376,6 +435,8 @@ export interface Run {
   cancelled_by?: Actor | null;
   /** Why it was cancelled: `requested` (POST …/cancel) or `workflow_deleted`. */
   cancel_reason?: "requested" | "workflow_deleted" | null;
+  /** The message of the stop step that ended the run, or null. */
+  stop_message?: string | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
@@ -391,6 +452,7 @@ export interface WorkflowVersion {
   status: Workflow["status"];
   trigger: Trigger;
   steps: Step[];
+  timeout_ms?: number | null;
   created_at: string;
   created_by: Actor | null;
 }

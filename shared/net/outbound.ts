@@ -78,6 +78,8 @@ export type OutboundResult =
       /** With `capture`: the first `keep` bytes, and the headers as undici gives them. */
       head?: Buffer;
       headers?: Record<string, string | string[] | undefined>;
+      /** The answer's Retry-After header, when it sent one. */
+      retryAfter?: string;
     }
   | { answered: false; error: string; ms: number };
 
@@ -156,6 +158,7 @@ export function outbound(agent: Agent, url: string, req: OutboundRequest): Promi
         cut,
         ms: ms(),
         ...(req.capture && { head, headers }),
+        ...(headers["retry-after"] !== undefined && { retryAfter: String(headers["retry-after"]) }),
       };
     };
     const expire = (phase: "wait" | "answer", after: number) =>

@@ -78,6 +78,8 @@ describe("approvals people can decide", () => {
       attempt: 1,
       rerun_of: null,
       approvals: [{ step_id: "ok", ...decision, decided_at: decided.data.decided_at }],
+      failed_step: null,
+      stop_message: null,
     });
     const run = (await call("GET", `/workflows/${wf.id}/runs/${waiting.id}`)).body.data;
     expect(run.steps[0].decision).toEqual({ ...decision, decided_at: decided.data.decided_at });

@@ -87,6 +87,9 @@ function generation(): Generation {
       created_after: pastTime,
       until: futureTime,
       created_before: futureTime,
+      // CEL conditions (a step's if, a trigger's filter): no schema states CEL's grammar.
+      if: fc.constantFrom("true", "{{ has(input.a) }}", "size(run.id) > 0"),
+      filter: fc.constantFrom("true", "event.data.amount >= 500", "{{ event.type.startsWith('order') }}"),
     },
   };
 }

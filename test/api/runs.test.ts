@@ -136,6 +136,8 @@ describe("runs end to end", () => {
         attempt: 1,
         rerun_of: null,
         approvals: [{ step_id: "ok", decision: "approved", comment: null, decided_by: expect.any(Object), decided_at: expect.any(String) }],
+        failed_step: null,
+        stop_message: null,
       },
     ]);
     const shipped = rx.byPath("/e2e").filter((r) => r.json.type === "order.shipped");

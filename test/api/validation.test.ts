@@ -21,6 +21,7 @@ const VALID: Record<string, Record<string, unknown>> = {
   "POST /api-keys": { name: "k", scopes: ["events:read"] },
   "POST /events": { type: "order.created" },
   "POST /workflows": { name: "w", trigger: { type: "manual" }, steps: [{ id: "wait", type: "delay", duration_ms: 1 }] },
+  "POST /workflows/validate": { name: "w", trigger: { type: "manual" }, steps: [{ id: "wait", type: "delay", duration_ms: 1 }] },
   "POST /webhooks": { url: "http://127.0.0.1:9/hook", events: ["order.shipped"] },
   "POST /webhooks/{id}/recover": { since: "2026-01-01T00:00:00Z" },
   "POST /secrets": { name: "TOKEN", value: "v" },
@@ -78,7 +79,7 @@ describe("an enum parameter given a value it does not allow", () => {
     const base = VALID["POST /workflows"];
     const step = await call("POST", "/workflows", { ...base, steps: [{ id: "a", type: "sleep" }] });
     expectError(step, 400, "parameter_invalid", "steps[0].type");
-    expect(step.body.error.message).toMatch(/must be one of "http", "delay", "approval", "emit"; received "sleep"/);
+    expect(step.body.error.message).toMatch(/must be one of "http", "delay", "approval", "emit", "stop", "set"; received "sleep"/);
     const method = await call("POST", "/workflows", {
       ...base,
       steps: [{ id: "a", type: "http", url: "https://example.com", method: "FETCH" }],

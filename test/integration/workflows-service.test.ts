@@ -167,6 +167,8 @@ describe("the workflows service alone on a broker", () => {
           decided_at: expect.any(String),
         },
       ],
+      failed_step: null,
+      stop_message: null,
     });
     // An ended run takes no more decisions.
     await expect(call("cancelRun", { id: wf.id, run_id: started.id })).rejects.toMatchObject({ type: "invalid_state" });

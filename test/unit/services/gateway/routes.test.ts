@@ -25,6 +25,7 @@ describe("the audit log's coverage", () => {
     expect(mutations.filter((r) => r.audit === undefined).map((r) => `${r.method} ${r.path}`)).toEqual([]);
     expect(mutations.filter((r) => r.audit === false).map((r) => `${r.method} ${r.path}`)).toEqual([
       "POST /events",
+      "POST /workflows/validate",
       "POST /workflows/{id}/runs",
       "POST /listen/{id}/attempts",
     ]);

@@ -194,7 +194,16 @@ describe("an http step", () => {
       {
         id: expect.stringMatching(/^evt_/),
         type: "workflow.completed",
-        data: { workflow_id: "wf_1", run_id: run.id, status: "failed", attempt: 1, rerun_of: null, approvals: [] },
+        data: {
+          workflow_id: "wf_1",
+          run_id: run.id,
+          status: "failed",
+          attempt: 1,
+          rerun_of: null,
+          approvals: [],
+          failed_step: { id: "call", error: { code: "step_failed", message: "timed out" } },
+          stop_message: null,
+        },
       },
     ]);
     expect(after.outbox).toEqual(write.events);
@@ -570,7 +579,16 @@ describe("finishing a run", () => {
       {
         id: expect.stringMatching(/^evt_/),
         type: "workflow.completed",
-        data: { workflow_id: "wf_1", run_id: "run_1", status: "failed", attempt: 1, rerun_of: null, approvals: [] },
+        data: {
+          workflow_id: "wf_1",
+          run_id: "run_1",
+          status: "failed",
+          attempt: 1,
+          rerun_of: null,
+          approvals: [],
+          failed_step: { id: set.steps![1].id, error: { code: "step_failed", message: "boom" } },
+          stop_message: null,
+        },
       },
     ]);
   });
