@@ -2432,7 +2432,7 @@ export interface components {
     };
   };
   parameters: {
-    /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+    /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
     ServiceVersion: string;
     /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
     IdempotencyKey: string;
@@ -2470,7 +2470,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2533,7 +2533,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2591,7 +2591,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2661,7 +2661,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -2671,7 +2671,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2738,7 +2738,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -2748,7 +2748,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2821,7 +2821,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2905,7 +2905,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -2973,7 +2973,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3054,7 +3054,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -3064,7 +3064,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3139,7 +3139,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3238,7 +3238,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3308,7 +3308,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3381,7 +3381,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -3392,7 +3392,7 @@ export interface operations {
         type?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3456,7 +3456,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3539,7 +3539,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -3549,7 +3549,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3611,7 +3611,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3671,7 +3671,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -3681,7 +3681,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3762,7 +3762,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -3774,7 +3774,7 @@ export interface operations {
         trigger_event_type?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3855,7 +3855,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -3962,7 +3962,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4061,7 +4061,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4137,7 +4137,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4215,7 +4215,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4307,7 +4307,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4391,7 +4391,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -4402,7 +4402,7 @@ export interface operations {
         status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4497,7 +4497,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4597,7 +4597,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4685,7 +4685,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4778,7 +4778,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4878,7 +4878,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -4978,7 +4978,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5071,7 +5071,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5164,7 +5164,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5245,7 +5245,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -5259,7 +5259,7 @@ export interface operations {
         created_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5351,7 +5351,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -5367,7 +5367,7 @@ export interface operations {
         created_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5443,7 +5443,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -5453,7 +5453,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5516,7 +5516,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5593,7 +5593,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5651,7 +5651,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5710,13 +5710,15 @@ export interface operations {
   analyticsUsage: {
     parameters: {
       query?: {
+        /** @description The window's start, an ISO 8601 date or time with a zone (from ≤ t < to); from must be before to (from after to, or equal, is a 400), and the window at most 90 days */
         from?: string;
+        /** @description The window's end, an ISO 8601 date or time with a zone (from ≤ t < to); defaults to now; to must be after from */
         to?: string;
         granularity?: "hour" | "day";
         group_by?: "route" | "status" | "key";
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5777,11 +5779,13 @@ export interface operations {
   analyticsWorkflows: {
     parameters: {
       query?: {
+        /** @description The window's start, an ISO 8601 date or time with a zone (from ≤ t < to); from must be before to (from after to, or equal, is a 400), and the window at most 90 days */
         from?: string;
+        /** @description The window's end, an ISO 8601 date or time with a zone (from ≤ t < to); defaults to now; to must be after from */
         to?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5834,11 +5838,13 @@ export interface operations {
   analyticsWebhooks: {
     parameters: {
       query?: {
+        /** @description The window's start, an ISO 8601 date or time with a zone (from ≤ t < to); from must be before to (from after to, or equal, is a 400), and the window at most 90 days */
         from?: string;
+        /** @description The window's end, an ISO 8601 date or time with a zone (from ≤ t < to); defaults to now; to must be after from */
         to?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5893,7 +5899,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -5904,7 +5910,7 @@ export interface operations {
         status?: "enabled" | "disabled";
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -5975,7 +5981,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6089,7 +6095,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6155,7 +6161,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6223,7 +6229,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6337,7 +6343,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6411,7 +6417,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -6426,7 +6432,7 @@ export interface operations {
         created_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6506,7 +6512,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6580,7 +6586,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6658,7 +6664,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6736,7 +6742,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6828,7 +6834,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6918,7 +6924,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -6986,7 +6992,7 @@ export interface operations {
         events?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -7026,7 +7032,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
@@ -7122,7 +7128,7 @@ export interface operations {
       query?: {
         /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
         page?: number;
-        /** @description Offset paging: items per page */
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
         per_page?: number;
         /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
         limit?: number;
@@ -7132,7 +7138,7 @@ export interface operations {
         ending_before?: string;
       };
       header?: {
-        /** @description The API version to answer under (a date); defaults to the organization's pinned version */
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
         "Service-Version"?: components["parameters"]["ServiceVersion"];
         /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
         "X-Request-Id"?: components["parameters"]["XRequestId"];
