@@ -33,7 +33,7 @@ export interface SecretsMethods {
 }
 type Ctx<P> = Context<P, CallMeta>;
 
-const KEYS_UNSET = "Secrets are off: SECRETS_KEYS is not set on the workflows nodes (see the README, Configuration)";
+const KEYS_UNSET = "Secrets are off: SECRETS_KEYS is not set on the workflows nodes (see docs/operations/README.md)";
 
 const noSecret = (name: string): ApiError => new ApiError("resource_not_found", `No such secret: '${name}'`, { param: "name" });
 
