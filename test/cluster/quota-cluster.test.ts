@@ -53,7 +53,11 @@ async function burst(keys: string[], n: number, path: string, body: (i: number) 
   const created = answers.filter((a) => a.status === 201).length;
   const refused = answers.filter((a) => a.status === 400 && a.body.error?.code === "quota_exceeded").length;
   const others = answers.filter((a) => a.status !== 201 && !(a.status === 400 && a.body.error?.code === "quota_exceeded"));
-  if (others.length > 0) console.log(`${path}: answers other than 201 or quota_exceeded:`, others.slice(0, 3).map((a) => [a.status, a.body]));
+  if (others.length > 0)
+    console.log(
+      `${path}: answers other than 201 or quota_exceeded:`,
+      others.slice(0, 3).map((a) => [a.status, a.body]),
+    );
   return { created, refused, other: answers.length - created - refused };
 }
 
