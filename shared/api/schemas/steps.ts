@@ -1,0 +1,202 @@
+/** Workflow steps: as the API shows them, and as a client writes them (the request-side components). */
+import { HTTP_METHODS } from "../wire";
+import { anyObject, type JsonSchema, object, ref } from "./common";
+import { CUSTOM_EVENT_TYPE, EVENT_TYPE } from "./events";
+
+/** What every step may say besides its own fields (docs/workflows/language.md). */
+const STEP_COMMON: Record<string, JsonSchema> = {
+  if: { type: "string", maxLength: 2004, description: "A CEL condition (braces optional): false skips the step (`skipped`, output null)" },
+  on_error: {
+    type: "string",
+    enum: ["fail", "continue"],
+    default: "fail",
+    description: "`continue`: a failure leaves the step `failed` with its error and the run goes on",
+  },
+};
+const COMMON_KEYS = Object.keys(STEP_COMMON);
+const RETRY_POLICY = object(
+  "RetryPolicy",
+  {
+    max_attempts: { type: "integer", minimum: 1, maximum: 20 },
+    initial_interval_ms: { type: "integer", minimum: 1, maximum: 3_600_000 },
+    backoff_rate: { type: "number", minimum: 1, maximum: 10 },
+    max_interval_ms: { type: "integer", minimum: 1, maximum: 3_600_000 },
+    jitter: { type: "string", enum: ["full", "none"] },
+    on: { type: "array", items: { type: "string", enum: ["timeout", "network", "5xx", "429", "408", "4xx"] } },
+  },
+  [],
+  "When an http step's attempt is tried again; Retry-After is honoured up to max_interval_ms",
+);
+
+const httpStep = object(
+  "HttpStep",
+  {
+    id: { type: "string" },
+    type: { const: "http" },
+    method: { type: "string", enum: [...HTTP_METHODS] },
+    url: { type: "string" },
+    headers: { type: "object", additionalProperties: { type: "string" } },
+    body: {},
+    timeout_ms: { type: "integer" },
+    retries: { type: "integer" },
+    retry: RETRY_POLICY,
+    ...STEP_COMMON,
+  },
+  ["retry", ...COMMON_KEYS],
+);
+
+/** Steps as the API shows them, discriminated by `type`. */
+export const STEP_RESOURCES: Record<string, JsonSchema> = {
+  HttpStep: httpStep,
+  DelayStep: object(
+    "DelayStep",
+    { id: { type: "string" }, type: { const: "delay" }, duration_ms: { type: "integer" }, ...STEP_COMMON },
+    COMMON_KEYS,
+  ),
+  ApprovalStep: object(
+    "ApprovalStep",
+    {
+      id: { type: "string" },
+      type: { const: "approval" },
+      message: { type: ["string", "null"] },
+      timeout_ms: { type: "integer" },
+      ...STEP_COMMON,
+    },
+    ["timeout_ms", ...COMMON_KEYS],
+  ),
+  EmitStep: object(
+    "EmitStep",
+    { id: { type: "string" }, type: { const: "emit" }, event_type: EVENT_TYPE, data: anyObject, ...STEP_COMMON },
+    COMMON_KEYS,
+  ),
+  StopStep: object(
+    "StopStep",
+    {
+      id: { type: "string" },
+      type: { const: "stop" },
+      status: { type: "string", enum: ["succeeded", "failed"] },
+      message: { type: ["string", "null"] },
+      if: STEP_COMMON.if,
+    },
+    ["if"],
+  ),
+  SetStep: object("SetStep", { id: { type: "string" }, type: { const: "set" }, output: {}, ...STEP_COMMON }, COMMON_KEYS),
+  Step: {
+    oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep"), ref("StopStep"), ref("SetStep")],
+    discriminator: {
+      propertyName: "type",
+      mapping: {
+        http: "#/components/schemas/HttpStep",
+        delay: "#/components/schemas/DelayStep",
+        approval: "#/components/schemas/ApprovalStep",
+        emit: "#/components/schemas/EmitStep",
+        stop: "#/components/schemas/StopStep",
+        set: "#/components/schemas/SetStep",
+      },
+    },
+  },
+};
+
+const STEP_ID = { type: "string", pattern: "^[a-z][a-z0-9_]{0,49}$", description: "Defaults to step_<n> (its position from 1)" };
+const TEMPLATES =
+  "Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only.";
+
+/** What a client writes as a step: the rules checkSteps (services/workflows/workflows.logic.ts) enforces. */
+const stepInputs: Record<string, JsonSchema> = {
+  HttpStepInput: object(
+    "HttpStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "http" },
+      method: { type: "string", enum: [...HTTP_METHODS], default: "POST" },
+      url: {
+        type: "string",
+        minLength: 1,
+        maxLength: 2048,
+        description: `An absolute https URL to a public address (http in the test environment), or one with templates, checked when the run resolves it. ${TEMPLATES}`,
+        examples: ["https://example.com/hooks/orders"],
+      },
+      headers: {
+        type: "object",
+        maxProperties: 50,
+        propertyNames: { pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" },
+        additionalProperties: { type: "string" },
+        default: {},
+      },
+      body: { description: `Any JSON value, at most 64 KiB as JSON. ${TEMPLATES}` },
+      timeout_ms: { type: "integer", minimum: 1, maximum: 60_000, default: 10_000 },
+      retries: { type: "integer", minimum: 0, maximum: 10, default: 0 },
+      retry: RETRY_POLICY,
+      ...STEP_COMMON,
+    },
+    ["id", "method", "headers", "body", "timeout_ms", "retries", "retry", ...COMMON_KEYS],
+  ),
+  DelayStepInput: object(
+    "DelayStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "delay" },
+      duration_ms: { type: "integer", minimum: 1, maximum: 30 * 24 * 60 * 60 * 1000 },
+      ...STEP_COMMON,
+    },
+    ["id", ...COMMON_KEYS],
+  ),
+  ApprovalStepInput: object(
+    "ApprovalStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "approval" },
+      message: { type: ["string", "null"], maxLength: 1000 },
+      timeout_ms: {
+        type: "integer",
+        minimum: 1,
+        maximum: 30 * 24 * 60 * 60 * 1000,
+        description: "No decision within this: the step fails with timed_out",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "message", "timeout_ms", ...COMMON_KEYS],
+  ),
+  EmitStepInput: object(
+    "EmitStepInput",
+    { id: STEP_ID, type: { const: "emit" }, event_type: CUSTOM_EVENT_TYPE, data: { ...anyObject, default: {} }, ...STEP_COMMON },
+    ["id", "data", ...COMMON_KEYS],
+  ),
+  StopStepInput: object(
+    "StopStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "stop" },
+      status: { type: "string", enum: ["succeeded", "failed"] },
+      message: { type: ["string", "null"], maxLength: 1000, description: `Kept as the run's stop_message. ${TEMPLATES}` },
+      if: STEP_COMMON.if,
+    },
+    ["id", "message", "if"],
+  ),
+  SetStepInput: object(
+    "SetStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "set" },
+      output: { description: `Any JSON value, at most 64 KiB as JSON: the step's output, its templates filled. ${TEMPLATES}` },
+      ...STEP_COMMON,
+    },
+    ["id", ...COMMON_KEYS],
+  ),
+};
+
+/** Request-side components: the step inputs, discriminated by `type`. */
+export const REQUEST_COMPONENTS: Record<string, JsonSchema> = {
+  ...stepInputs,
+  StepInput: {
+    oneOf: Object.keys(stepInputs).map(ref),
+    discriminator: {
+      propertyName: "type",
+      mapping: Object.fromEntries(
+        Object.keys(stepInputs).map((name) => [name.replace("StepInput", "").toLowerCase(), `#/components/schemas/${name}`]),
+      ),
+    },
+  },
+};
+
+export const steps = { type: "array", minItems: 1, maxItems: 50, items: ref("StepInput"), description: "At most 256 KiB as JSON in all" };
