@@ -1,4 +1,5 @@
 import { invalidParam } from "../../shared/errors";
+import { TEST_DATA_MAX_BYTES } from "./webhooks.params";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
 import { QUOTAS } from "../../shared/records/quotas";
 import type { Environment } from "../../shared/storage/types";
@@ -96,4 +97,11 @@ export function testEventOf(
   }
   if (!EVENT_TYPE_PATTERN.test(type)) throw invalidParam("event_type", `'${type}' is not an event type`);
   return { type, ...(EXAMPLES[type] && { example: EXAMPLES[type] }) };
+}
+
+/** A test event's own data, held to an event's size limit (the gateway held it to the body's nesting and key limits). */
+export function checkTestData(data: Record<string, unknown>): Record<string, unknown> {
+  const size = Buffer.byteLength(JSON.stringify(data));
+  if (size > TEST_DATA_MAX_BYTES) throw invalidParam("data", `data is ${size} bytes as JSON; the limit is ${TEST_DATA_MAX_BYTES}`);
+  return data;
 }
