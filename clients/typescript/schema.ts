@@ -6770,6 +6770,10 @@ export interface operations {
            * @example order.created
            */
           event_type?: string;
+          /** @description The event's data, sent as given; at most 64 KiB as JSON. Absent: the type's example */
+          data?: {
+            [key: string]: unknown;
+          };
         };
       };
     };

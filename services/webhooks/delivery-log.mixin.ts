@@ -8,7 +8,7 @@ import { newestFirst, skipOf, type ListResult } from "../../shared/api/paginatio
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Filter } from "../../shared/storage/types";
 import type { DeliveryDetail, Recovery } from "../../shared/api/wire";
-import { testEventOf, timeOf } from "./webhooks.logic";
+import { checkTestData, testEventOf, timeOf } from "./webhooks.logic";
 import {
   deliveriesParams,
   deliveryParams,
@@ -133,8 +133,8 @@ const DeliveryLogSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMethods
     /**
      * POST /webhooks/{id}/test — webhooks:write; a signed example event of a subscribed type
      * (`event_type`, by default the first), sent to this webhook alone and marked `test: true` in
-     * its body and on the delivery. Its data: the system type's example, or the latest stored
-     * event of that type's data (or {}).
+     * its body and on the delivery. Its data: `data` as given, else the system type's example, or
+     * the latest stored event of that type's data (or {}).
      */
     test: {
       params: testParams,
@@ -142,7 +142,7 @@ const DeliveryLogSchema: Partial<ServiceSchema<PlatformSettings, WebhooksMethods
         const tenant = tenantOf(ctx);
         const webhook = await this.enabledWebhook(tenant, ctx.params.id, "sending a test event");
         const { type, example } = testEventOf(webhook.events, ctx.params.event_type);
-        let data = example;
+        let data = ctx.params.data === undefined ? example : checkTestData(ctx.params.data);
         if (!data) {
           const latest = await this.events.findOne(tenant, { type }, { sort: { id: -1 } });
           data = latest?.data ?? {};

@@ -1,4 +1,6 @@
 import { invalidParam } from "../../shared/errors";
+import { EVENT_EXAMPLES } from "../../shared/records/event-examples";
+import { TEST_DATA_MAX_BYTES } from "./webhooks.params";
 import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
 import { QUOTAS } from "../../shared/records/quotas";
 import type { Environment } from "../../shared/storage/types";
@@ -76,15 +78,6 @@ export function timeOf(value: string, param: string): number {
   return ms;
 }
 
-/** The example `data` of a test event of each system type (contract section 7); custom types send the latest event's data. */
-const EXAMPLES: Record<string, Record<string, unknown>> = {
-  "workflow.completed": { workflow_id: "wf_example", run_id: "run_example", status: "succeeded" },
-  "approval.requested": { workflow_id: "wf_example", run_id: "run_example", step_id: "approve", message: "Example approval" },
-  "api_key.created": { key_id: "key_example", name: "Example key", environment: "live" },
-  "api_key.revoked": { key_id: "key_example", name: "Example key", revoked_at: "2026-01-01T00:00:00.000Z" },
-  "webhook.disabled": { webhook_id: "wh_example", reason: "an example" },
-};
-
 /** A test event's type and data: `requested` must be one the webhook subscribes to; by default its first type. */
 export function testEventOf(
   subscribed: readonly string[],
@@ -95,5 +88,12 @@ export function testEventOf(
     throw invalidParam("event_type", `The webhook does not subscribe to '${type}': it gets ${subscribed.join(", ")}`);
   }
   if (!EVENT_TYPE_PATTERN.test(type)) throw invalidParam("event_type", `'${type}' is not an event type`);
-  return { type, ...(EXAMPLES[type] && { example: EXAMPLES[type] }) };
+  return { type, ...(EVENT_EXAMPLES[type] && { example: EVENT_EXAMPLES[type] }) };
+}
+
+/** A test event's own data, held to an event's size limit (the gateway held it to the body's nesting and key limits). */
+export function checkTestData(data: Record<string, unknown>): Record<string, unknown> {
+  const size = Buffer.byteLength(JSON.stringify(data));
+  if (size > TEST_DATA_MAX_BYTES) throw invalidParam("data", `data is ${size} bytes as JSON; the limit is ${TEST_DATA_MAX_BYTES}`);
+  return data;
 }

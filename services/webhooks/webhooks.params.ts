@@ -74,10 +74,19 @@ export interface EventDeliveriesParams extends PageParams {
   id: string;
 }
 
-export const testParams = { $$strict: true, id, event_type: { type: "string", min: 1, max: 100, optional: true } } as const;
+/** The largest `data` a test event may carry, as JSON: the same as an event's (POST /events). */
+export const TEST_DATA_MAX_BYTES = 64 * 1024;
+export const testParams = {
+  $$strict: true,
+  id,
+  event_type: { type: "string", min: 1, max: 100, optional: true },
+  data: { type: "object", optional: true },
+} as const;
 export interface TestParams {
   id: string;
   event_type?: string;
+  /** The test event's data as given, instead of the type's example. */
+  data?: Record<string, unknown>;
 }
 
 export const recoverParams = { $$strict: true, id, since: { ...time, optional: false }, until: time } as const;

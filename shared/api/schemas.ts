@@ -90,6 +90,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "webhooks.recover": { since: date, until: { ...date, description: "After since; absent: up to now" } },
   "webhooks.test": {
     event_type: { ...EVENT_TYPE, description: "One the webhook subscribes to (by default its first; `webhook.test` for `*`)" },
+    data: { ...anyObject, description: "The event's data, sent as given; at most 64 KiB as JSON. Absent: the type's example" },
   },
   "workflows.listAllRuns": { created_after: instant, created_before: instant },
   "orgs.auditLog": { created_after: instant, created_before: instant },

@@ -184,6 +184,53 @@ describe("a delivery log that shows what was sent and answered, and acts on it",
     );
   });
 
+  it("sends a test event with the data given, held to an event's limits, and stores no event", async () => {
+    const wh = await hook(p, acme.live, ["workflow.completed", "bill.tested"]);
+    const data = { invoice: "in_9", lines: [{ sku: "a", qty: 2 }], note: "ünïcode", nothing: null };
+    const res = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/test`, { key: acme.live, body: { event_type: "bill.tested", data } });
+    expect(res.status).toBe(201);
+    await rx.waitFor(() => rx.byPath(wh.path).length === 1, 5000);
+    const [got] = rx.byPath(wh.path);
+    expect(got.verified).toBe(true);
+    expect(got.json).toEqual({ id: res.body.data.event_id, type: "bill.tested", created_at: expect.any(String), data, test: true });
+    // The example of a system type gives way to the data given, even an empty object.
+    const empty = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/test`, { key: acme.live, body: { data: {} } });
+    expect(empty.status).toBe(201);
+    await rx.waitFor(() => rx.byPath(wh.path).length === 2, 5000);
+    expect(rx.byPath(wh.path)[1].json).toMatchObject({ type: "workflow.completed", data: {}, test: true });
+    // Neither is in the event log.
+    for (const sent of [res, empty]) expect((await get(p, acme.live, `/events/${sent.body.data.event_id}`)).status).toBe(404);
+    expect((await get(p, acme.live, "/events?type=bill.tested")).body.data).toEqual([]);
+
+    const refused = async (body: Record<string, unknown>) => {
+      const r = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/test`, { key: acme.live, body });
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe("parameter_invalid");
+      expect(r.body.error.param).toMatch(/^data\b/);
+      return r;
+    };
+    for (const notObject of [null, 1, "text", true, [], [{ a: 1 }]]) await refused({ data: notObject });
+    // As POST /events: the body is level 1, `data` level 2, so data nests 31 levels at most.
+    const nest = (levels: number) => {
+      let v: Record<string, unknown> = {};
+      for (let i = 1; i < levels; i++) v = { a: v };
+      return v;
+    };
+    const deep = await refused({ data: nest(32) });
+    expect(deep.body.error.param).toBe(`data${".a".repeat(31)}`);
+    expect(deep.body.error.message).toMatch(/nested too deep/);
+    const big = await refused({ data: { s: "x".repeat(64 * 1024) } });
+    expect(big.body.error).toMatchObject({ param: "data", message: expect.stringMatching(/limit is 65536/) });
+    // What a deep-enough or large-enough value may be is the same as an event's data.
+    expect((await api(p.baseUrl, "POST", "/events", { key: acme.live, body: { type: "x.deep", data: nest(32) } })).status).toBe(400);
+    expect((await api(p.baseUrl, "POST", "/events", { key: acme.live, body: { type: "x.deep", data: nest(31) } })).status).toBe(201);
+    const ok = await api(p.baseUrl, "POST", `/webhooks/${wh.id}/test`, { key: acme.live, body: { data: nest(31) } });
+    expect(ok.status).toBe(201);
+    await rx.waitFor(() => rx.byPath(wh.path).length === 3, 5000);
+    expect(rx.byPath(wh.path)[2].json.data).toEqual(nest(31));
+    expect(rx.byPath(wh.path)).toHaveLength(3);
+  });
+
   it("filters the log by event type, status, creation time and event id, and lists an event's deliveries", async () => {
     const a = await hook(p, acme.live, ["*"]);
     const b = await hook(p, acme.live, ["shop.sold"]);

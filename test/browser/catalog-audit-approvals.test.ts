@@ -6,7 +6,7 @@ import { api, usePlatform } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
 /**
- * The event catalog, an event's deliveries with Redeliver, a test send of a chosen type, the audit
+ * The event catalog, an event's deliveries with Redeliver, a test send of a chosen type and payload, the audit
  * log and the approvals waiting, each in a real headless Chromium against the whole platform, at
  * 1280 px and at 390 px (where nothing may stick out past the screen). Screenshots land in
  * test-artifacts/dashboard/ as 40-* (desktop) and 41-* (phone).
@@ -176,6 +176,64 @@ describe("the audit log", () => {
       "#/audit",
       (page) => page.getByRole("list", { name: "Changes" }).getByText("webhook.created").first().waitFor(),
       "41-audit-log",
+    );
+  });
+});
+
+// After the audit log, which counts the one test send above.
+describe("a test send's payload", () => {
+  it("a test send's payload starts as the type's example, is edited as JSON, and bad JSON is refused in place", async () => {
+    await desk.goto(dashboard(`#/webhooks/${webhookId}`));
+    const form = desk.getByRole("form", { name: "Test event" });
+    const field = form.getByLabel("Payload data");
+    const payloadIs = (want: unknown) =>
+      waitFor(`the payload ${JSON.stringify(want)}`, async () => {
+        try {
+          return JSON.stringify(JSON.parse(await field.inputValue())) === JSON.stringify(want);
+        } catch {
+          return false;
+        }
+      });
+    // A custom type: the newest stored event's data; a system type: its example.
+    await form.getByLabel("Test event of type").selectOption("order.created");
+    await payloadIs({ sku: "A-1", qty: 2, note: "first order of the catalog test" });
+    await form.getByLabel("Test event of type").selectOption("approval.requested");
+    await payloadIs({ workflow_id: "wf_example", run_id: "run_example", step_id: "approve", message: "Example approval" });
+    await form.getByLabel("Test event of type").selectOption("order.created");
+    await payloadIs({ sku: "A-1", qty: 2, note: "first order of the catalog test" });
+
+    const before = receiver.byPath("/orders").length;
+    const logged = async () => (await call("GET", `/webhooks/${webhookId}/deliveries?per_page=100`)).body.data.length;
+    const deliveries = await logged();
+    await field.fill('{"sku": "B-2",');
+    await form.getByRole("button", { name: "Send test event" }).click();
+    await form.getByText(/^Not valid JSON/).waitFor();
+    await expect(field.getAttribute("aria-invalid")).resolves.toBe("true");
+    await screenshot(desk, "40-webhook-test-send-invalid");
+    await field.fill('["not", "an object"]');
+    await form.getByRole("button", { name: "Send test event" }).click();
+    await form.getByText("Must be a JSON object ({…})").waitFor();
+
+    const data = { sku: "B-2", qty: 5, lines: [{ n: 1 }], gift: null };
+    await field.fill(JSON.stringify(data, null, 2));
+    await form.getByRole("button", { name: "Send test event" }).click();
+    await desk
+      .getByRole("status")
+      .filter({ hasText: /^Test order\.created sent: delivery del_/ })
+      .waitFor();
+    await expect(field.getAttribute("aria-invalid")).resolves.toBeNull();
+    await receiver.waitFor(() => receiver.byPath("/orders").length === before + 1);
+    const sent = receiver.byPath("/orders")[before]!;
+    expect(sent.verified).toBe(true);
+    expect({ type: sent.json.type, test: sent.json.test, data: sent.json.data }).toEqual({ type: "order.created", test: true, data });
+    // The refused texts sent nothing: one delivery more, the one above.
+    await expect(logged()).resolves.toBe(deliveries + 1);
+    expect(receiver.byPath("/orders")).toHaveLength(before + 1);
+
+    await onPhone(
+      `#/webhooks/${webhookId}`,
+      (page) => page.getByRole("form", { name: "Test event" }).getByLabel("Payload data").waitFor(),
+      "41-webhook-test-send-payload",
     );
   });
 });

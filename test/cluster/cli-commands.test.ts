@@ -136,6 +136,38 @@ describe("webhooks commands", () => {
     expect(runs.body.data).toEqual([]);
   });
 
+  it("webhooks test --data sends that JSON object as the data; other text is refused before any request", async () => {
+    rx.behave("/test-data", () => ({ status: 204 }));
+    const hook = JSON.parse(cliRun(["webhooks", "create", "--url", rx.url("/test-data"), "--events", "shop.paid", "--json"], env).stdout);
+    rx.setSecret("/test-data", hook.secret);
+    const data = { order: "o_1", lines: [{ sku: "A", qty: 2 }], note: "ünï", gift: null };
+    const tested = await cliAsync(["webhooks", "test", hook.id, "--data", JSON.stringify(data), "--json"], env);
+    expect(tested.status).toBe(0);
+    expect(JSON.parse(tested.stdout)).toMatchObject({ webhook_id: hook.id, event_type: "shop.paid", test: true, status: "succeeded" });
+    await waitFor("the test delivery at the receiver", () => rx.byPath("/test-data").length === 1);
+    const [got] = rx.byPath("/test-data");
+    expect(got!.verified).toBe(true);
+    expect(got!.json).toMatchObject({ type: "shop.paid", test: true, data });
+
+    for (const [text, why] of [
+      ["{oops", "--data must be JSON"],
+      ["[1, 2]", "--data must be a JSON object"],
+      ["null", "--data must be a JSON object"],
+    ]) {
+      expect(await cliAsync(["webhooks", "test", hook.id, "--data", text!], env)).toMatchObject({
+        status: 2,
+        stderr: expect.stringContaining(why!),
+      });
+    }
+    // The API's own limit on an event's data: 64 KiB as JSON.
+    const big = await cliAsync(["webhooks", "test", hook.id, "--data", JSON.stringify({ s: "x".repeat(64 * 1024) })], env);
+    expect(big).toMatchObject({ status: 1, stderr: expect.stringMatching(/data is \d+ bytes as JSON; the limit is 65536/) });
+    const deliveries = await api(gw, "GET", `/webhooks/${hook.id}/deliveries`, { key });
+    expect(deliveries.body.data).toHaveLength(1);
+    expect(rx.byPath("/test-data")).toHaveLength(1);
+    expect((await api(gw, "GET", "/events?type=shop.paid", { key })).body.data).toEqual([]);
+  });
+
   it("webhooks rotate prints the new secret once; delete removes it", () => {
     const hook = JSON.parse(cliRun(["webhooks", "create", "--url", rx.url("/gone"), "--events", "x.y", "--json"], env).stdout);
     const rotated = cliRun(["webhooks", "rotate", hook.id], env);

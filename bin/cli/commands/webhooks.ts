@@ -1,4 +1,4 @@
-import { limitOf, list, optional, required, seg, UsageError, type Command, type Ctx } from "../command";
+import { jsonObject, limitOf, list, optional, required, seg, UsageError, type Command, type Ctx } from "../command";
 import { ApiCallError } from "../http";
 import { table } from "../output";
 import { safe } from "../printable.logic";
@@ -111,19 +111,23 @@ export const WEBHOOK_COMMANDS: Record<string, Command> = {
     },
   },
   "webhooks test": {
-    args: "WEBHOOK_ID [--type a.b] [--timeout-ms N]",
+    args: "WEBHOOK_ID [--type a.b] [--data JSON] [--timeout-ms N]",
     summary: "send a test delivery to this webhook alone and wait for its first attempt",
     details:
-      "POST /webhooks/{id}/test: no event is stored, no other webhook or workflow sees it (webhooks:write).\nThe type is --type, else the webhook's first type; its data is that type's example or latest event's data.\nExits 0 when the first attempt got a 2xx, 1 otherwise.",
-    options: { type: { type: "string" }, "timeout-ms": { type: "string" } },
+      "POST /webhooks/{id}/test: no event is stored, no other webhook or workflow sees it (webhooks:write).\nThe type is --type, else the webhook's first type; its data is --data (a JSON object, held to an event's limits),\nelse that type's example or latest event's data.\nExits 0 when the first attempt got a 2xx, 1 otherwise.",
+    options: { type: { type: "string" }, data: { type: "string" }, "timeout-ms": { type: "string" } },
     positionals: 1,
     async run(c) {
       const api = c.api();
       const base = `/webhooks/${seg(c.positionals[0])}`;
       const type = optional(c, "type");
+      const data = jsonObject(c, "data");
       const timeoutMs = Number(optional(c, "timeout-ms") ?? 30_000);
       if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new UsageError("--timeout-ms must be a whole number of ms");
-      const { data: sent } = await api.call("POST", `${base}/test`, type === undefined ? {} : { event_type: type });
+      const { data: sent } = await api.call("POST", `${base}/test`, {
+        ...(type !== undefined && { event_type: type }),
+        ...(data !== undefined && { data }),
+      });
       const until = Date.now() + timeoutMs;
       for (let delivery = sent; ;) {
         if (delivery.attempts.length > 0) {

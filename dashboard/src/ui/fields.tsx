@@ -19,6 +19,21 @@ export function useJsonText(initial: string) {
         return undefined;
       }
     },
+    /** The parsed value when it is a JSON object, or undefined (and the error shown). */
+    parseObject(): Record<string, unknown> | undefined {
+      try {
+        const value: unknown = JSON.parse(text);
+        if (typeof value !== "object" || value === null || Array.isArray(value)) {
+          setError("Must be a JSON object ({…})");
+          return undefined;
+        }
+        setError(null);
+        return value as Record<string, unknown>;
+      } catch (err) {
+        setError(`Not valid JSON: ${(err as Error).message}`);
+        return undefined;
+      }
+    },
   };
 }
 
