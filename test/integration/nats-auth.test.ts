@@ -3,7 +3,12 @@ import { connect } from "nats";
 import { brokerOptions } from "../../moleculer.config";
 import { loadSettings } from "../../shared/config";
 import { natsOptions } from "../../shared/runtime/transporter";
-import { startNats, type NatsServer } from "../helpers/cluster";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect as netConnect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, startNats, waitFor, type NatsServer } from "../helpers/cluster";
 
 /**
  * The bus is closed: the nats-server the tests and `npm run cluster` start (as docker-compose's)
@@ -87,5 +92,54 @@ describe("natsOptions", () => {
     expect(() => loadSettings({ NATS_TLS_CERT: __filename })).toThrow(/NATS_TLS_KEY/);
     expect(loadSettings({ NATS_USER: "u", NATS_PASSWORD: "p" }).nats).toEqual({ user: "u", password: "p" });
     expect(loadSettings({}).nats).toEqual({});
+  });
+});
+
+describe("the nats.conf of docs/operations", () => {
+  /** The block marked `<!-- test: nats.conf -->` in the operations guide, as a reader copies it. */
+  const documented = () => {
+    const text = readFileSync(join(__dirname, "../../docs/operations/README.md"), "utf8");
+    const block = /<!-- test: nats\.conf -->\s*```\n([\s\S]*?)```/.exec(text);
+    if (!block) throw new Error("docs/operations/README.md has no block marked <!-- test: nats.conf -->");
+    return block[1];
+  };
+
+  /** nats-server run on `config` with NATS_PASSWORD in its environment; answers whether `password` gets in. */
+  async function admits(config: string, password: string): Promise<boolean> {
+    const dir = mkdtempSync(join(tmpdir(), "wfp-natsconf-"));
+    const file = join(dir, "nats.conf");
+    writeFileSync(file, config, { mode: 0o600 });
+    const port = await freePort();
+    const server = spawn("nats-server", ["-c", file, "-a", "127.0.0.1", "-p", String(port)], {
+      env: { ...process.env, NATS_PASSWORD: "from-the-environment" },
+      stdio: "ignore",
+    });
+    try {
+      await waitFor(
+        "nats-server to listen",
+        () =>
+          new Promise<boolean>((ok) => {
+            const socket = netConnect(port, "127.0.0.1");
+            socket.once("connect", () => (socket.destroy(), ok(true)));
+            socket.once("error", () => ok(false));
+          }),
+        10_000,
+      );
+      const client = await connect({ servers: [`127.0.0.1:${port}`], user: "wfp", pass: password, reconnect: false }).catch(() => null);
+      await client?.close();
+      return client !== null;
+    } finally {
+      server.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it("takes its password from NATS_PASSWORD in nats-server's environment, not the text '$NATS_PASSWORD'", async () => {
+    const config = documented();
+    expect(config).toContain("$NATS_PASSWORD");
+    expect(await admits(config, "from-the-environment")).toBe(true);
+    expect(await admits(config, "$NATS_PASSWORD")).toBe(false);
+    // The quoted form the guide once showed is taken literally: the environment's password is refused.
+    expect(await admits(config.replace("$NATS_PASSWORD", '"$NATS_PASSWORD"'), "from-the-environment")).toBe(false);
   });
 });

@@ -241,7 +241,8 @@ export function fromCel(value: unknown): unknown {
   }
   if (typeof value === "number") {
     if (!Number.isFinite(value)) throw new Error(`the result ${value} is not a JSON number`);
-    return value;
+    // JSON has no negative zero (the store refuses it as a value it cannot hold): it leaves as 0.
+    return value === 0 ? 0 : value;
   }
   if (value === null || typeof value !== "object") return value;
   if (value instanceof Date) return value.toISOString();

@@ -26,6 +26,12 @@ describe("CEL expressions", () => {
     expect(run("input.qty == 3.0", { input })).toBe(true);
   });
 
+  it("gives no negative zero back: JSON has none, and the store refuses it", () => {
+    expect(Object.is(run("-5e-324 * 0.0"), 0)).toBe(true);
+    expect(Object.is(run("default(input.b, (-5e-324 * 0.0))", { input: {} }), 0)).toBe(true);
+    expect(Object.is(run("-0.0"), 0)).toBe(true);
+  });
+
   it("has the string, list and math helpers", () => {
     expect(run("input.name.trim().lower() + input.name.trim().upper()", { input })).toBe("adaADA");
     expect(run('"a,b,c".split(",").join("-")')).toBe("a-b-c");
