@@ -5,22 +5,11 @@ import { FailureLog } from "../../shared/runtime/failure-log";
 import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
 import { HttpAttempts } from "./http-attempts";
 import { redact, redactAnswer } from "./outputs";
-import {
-  attempted,
-  claim,
-  claimedAtStart,
-  fail,
-  giveUp,
-  handBack,
-  MAX_STALLS,
-  nextMove,
-  published,
-  updateOf,
-  type Clock,
-  type OutboxEvent,
-  type RunDoc,
-  type RunWrite,
-} from "./runs.logic";
+import { attempted } from "./http-step.logic";
+import type { OutboxEvent, RunDoc } from "./run-doc";
+import { claim, claimedAtStart, giveUp, handBack, MAX_STALLS, nextMove, published } from "./run-moves.logic";
+import { updateOf, type Clock, type RunWrite } from "./run-write.logic";
+import { fail } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
 import type { WorkflowDoc } from "./workflows.logic";

@@ -19,20 +19,11 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
 import type { Shares } from "./tenant-slots";
-import {
-  approve,
-  cancel,
-  newRun,
-  reject,
-  rerun,
-  retry,
-  runView,
-  updateOf,
-  type Decider,
-  type RunDoc,
-  type RunView,
-  type RunWrite,
-} from "./runs.logic";
+import { approve, cancel, reject, rerun, retry, type Decider } from "./run-decisions.logic";
+import type { RunDoc } from "./run-doc";
+import { runView, type RunView } from "./run-view.logic";
+import { updateOf, type RunWrite } from "./run-write.logic";
+import { newRun } from "./runs.logic";
 import type { WorkflowDoc } from "./workflows.logic";
 import type { SecretsMethods } from "./secrets.mixin";
 import type { WorkflowsStoreVars } from "./workflows.store";

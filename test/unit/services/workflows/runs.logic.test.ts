@@ -1,33 +1,13 @@
 import { cutAnswer } from "../../../../services/workflows/outputs";
-import {
-  advance,
-  approve,
-  attempted,
-  cancel,
-  claim,
-  claimedAtStart,
-  fail,
-  finish,
-  giveUp,
-  handBack,
-  MAX_RUN_RETRIES,
-  MAX_STALLS,
-  newRun,
-  nextMove,
-  published,
-  reject,
-  rerun,
-  retry,
-  retryDelay,
-  runView,
-  storedAfter as apply,
-  updateOf,
-  wait,
-  type Clock,
-  type Move,
-  type RunDoc,
-  type RunWrite,
-} from "../../../../services/workflows/runs.logic";
+import { attempted } from "../../../../services/workflows/http-step.logic";
+import { retryDelay } from "../../../../services/workflows/retry.logic";
+import { approve, cancel, MAX_RUN_RETRIES, reject, rerun, retry } from "../../../../services/workflows/run-decisions.logic";
+import { claim, claimedAtStart, giveUp, handBack, MAX_STALLS, nextMove, published } from "../../../../services/workflows/run-moves.logic";
+import { runView } from "../../../../services/workflows/run-view.logic";
+import { storedAfter as apply, updateOf, type Clock, type RunWrite } from "../../../../services/workflows/run-write.logic";
+import type { RunDoc } from "../../../../services/workflows/run-doc";
+import { advance, fail, finish, newRun, wait } from "../../../../services/workflows/runs.logic";
+import type { Move } from "../../../../services/workflows/step-kinds.logic";
 import type { Step, WorkflowDoc } from "../../../../services/workflows/workflows.logic";
 
 /**
