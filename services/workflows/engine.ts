@@ -1,26 +1,14 @@
 import { randomUUID } from "node:crypto";
-import type { ServiceBroker } from "moleculer";
-import { publishEvents, type EventDoc, type PublishedEvent } from "../../shared/records/events";
 import { FailureLog } from "../../shared/runtime/failure-log";
 import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
 import { HttpAttempts } from "./http-attempts";
 import { redact, redactAnswer } from "./outputs";
-import {
-  attempted,
-  claim,
-  claimedAtStart,
-  fail,
-  giveUp,
-  handBack,
-  MAX_STALLS,
-  nextMove,
-  published,
-  updateOf,
-  type Clock,
-  type OutboxEvent,
-  type RunDoc,
-  type RunWrite,
-} from "./runs.logic";
+import { publishOutbox, type OutboxTarget } from "./run-outbox";
+import { attempted } from "./http-step.logic";
+import type { RunDoc } from "./run-doc";
+import { claim, claimedAtStart, giveUp, handBack, MAX_STALLS, nextMove, published } from "./run-moves.logic";
+import { updateOf, type Clock, type RunWrite } from "./run-write.logic";
+import { fail } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
 import type { WorkflowDoc } from "./workflows.logic";
@@ -40,14 +28,12 @@ const DISCOVER_ROWS = 32;
 /** Reads for tenants with work in one poll, at most: the turns then go on at the next. */
 const DISCOVERIES_PER_POLL = 3;
 
-export interface EngineOptions {
+export interface EngineOptions extends OutboxTarget {
   runs: Collection<RunDoc>;
   /** Read for the signing secrets of a run's workflow, at each http attempt (a rotation applies at once). */
   workflows: ReadView<WorkflowDoc>;
   /** The values of the secrets a step uses (secrets.service.ts); SecretUnavailable when one cannot be had. */
   secretValues: (tenant: Required<Tenant>, names: readonly string[]) => Promise<Record<string, string>>;
-  broker: ServiceBroker;
-  logger: ServiceBroker["logger"];
   allowPrivate: boolean;
   retryBaseMs: number;
   /** Runs this node drives at once, shared between tenants (tenant-slots.ts). */
@@ -56,8 +42,6 @@ export interface EngineOptions {
   shares?: Shares;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
-  /** Told once per run, when its `workflow.completed` is stored (a publish repeated after a crash finds it stored). */
-  ended?: (event: EventDoc) => void;
 }
 
 export type Claimed = RunDoc & { lease: string };
@@ -236,7 +220,7 @@ export class RunEngine {
   }
 
   /**
-   * A new run as this node would store it already claimed (runs.logic.ts `claimedAtStart`), saving
+   * A new run as this node would store it already claimed (run-moves.logic.ts `claimedAtStart`), saving
    * the store a claim after the insert; null when the node has no room (store it due, for any node).
    * The room is held until `adopt` (stored) or `unreserve` (not stored).
    */
@@ -304,42 +288,7 @@ export class RunEngine {
     return fresh && fresh.lease === run.lease ? (fresh as Claimed) : null;
   }
 
-  private async publish(run: Claimed, events: OutboxEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    // The events service stores each id once: after a crash, what was handed over already is skipped.
-    const docs: PublishedEvent[] = events.map((e) => ({
-      id: e.id,
-      org_id: run.org_id,
-      environment: run.environment,
-      type: e.type,
-      data: e.data,
-      source: "workflows",
-      created_at: new Date().toISOString(),
-      origin_workflow_id: run.workflow_id,
-      chain_depth: run.chain_depth,
-      chain_root: run.chain_root,
-    }));
-    const stored = new Set(await publishEvents(this.o.broker, docs));
-    for (const doc of docs) {
-      if (doc.type !== "workflow.completed" || !stored.has(doc.id)) continue;
-      this.o.ended?.(doc);
-      if (doc.data.status === "failed") {
-        const step = run.steps.find((s) => s.status === "failed");
-        this.o.logger.warn(
-          {
-            run_id: run.id,
-            workflow_id: run.workflow_id,
-            step: step?.id ?? null,
-            error: step?.error ?? null,
-            request_id: run.request_id ?? null,
-          },
-          "run failed",
-        );
-      }
-    }
-  }
-
-  /** The run stalled more than MAX_STALLS times: given up (runs.logic.ts `giveUp`), saying so in the log. */
+  /** The run stalled more than MAX_STALLS times: given up (run-moves.logic.ts `giveUp`), saying so in the log. */
   private async giveUp(run: Claimed): Promise<Claimed | null> {
     const { write, dropped, why } = giveUp(run, this.clock());
     if (dropped.length > 0)
@@ -373,7 +322,7 @@ export class RunEngine {
         move = nextMove(run, this.clock(), secrets);
       }
       if (move.kind === "publish") {
-        await this.publish(run, run.outbox);
+        await publishOutbox(this.o, run, run.outbox);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
         // Redacted: what the server sent and the error, never the engine's own fields (a value such

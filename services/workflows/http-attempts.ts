@@ -7,7 +7,8 @@ import { chainHeader, SERVICE_CHAIN_HEADER } from "../../shared/records/chain";
 import { childTraceparent } from "../../shared/runtime/trace";
 import type { ReadView } from "../../shared/storage/types";
 import { cutAnswer } from "./outputs";
-import type { Attempt, HttpRequest, RunDoc } from "./runs.logic";
+import type { Attempt, HttpRequest } from "./http-step.logic";
+import type { RunDoc } from "./run-doc";
 import { notAnswered, urlRefused } from "./step-errors";
 import { signingSecrets, type HttpStep, type WorkflowDoc } from "./workflows.logic";
 

@@ -19,7 +19,7 @@ export interface RunDoc extends Omit<Run, "object"> {
   due_at?: number;
   /** Internal: the engine node's claim. */
   lease?: string;
-  /** Internal: claims in a row that stored no progress of the run (see the engine's MAX_STALLS). */
+  /** Internal: claims in a row that stored no progress of the run (run-moves.logic.ts MAX_STALLS). */
   stalls?: number;
   outbox: OutboxEvent[];
   /** Internal: ms since the epoch by which the run must end (its workflow's timeout_ms), and that timeout. */

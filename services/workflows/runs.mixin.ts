@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
-import { ApiError, isDuplicate, notFound } from "../../shared/errors";
+import { ApiError, notFound } from "../../shared/errors";
 import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/records/outcomes";
 import { traceOf } from "../../shared/runtime/trace";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/runtime/metrics";
@@ -18,21 +18,13 @@ import {
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { RUN_DUE, RunEngine } from "./engine";
+import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
-import {
-  approve,
-  cancel,
-  newRun,
-  reject,
-  rerun,
-  retry,
-  runView,
-  updateOf,
-  type Decider,
-  type RunDoc,
-  type RunView,
-  type RunWrite,
-} from "./runs.logic";
+import { approve, cancel, reject, rerun, retry, type Decider } from "./run-decisions.logic";
+import type { RunDoc } from "./run-doc";
+import { runView, type RunView } from "./run-view.logic";
+import { updateOf, type RunWrite } from "./run-write.logic";
+import { newRun } from "./runs.logic";
 import type { WorkflowDoc } from "./workflows.logic";
 import type { SecretsMethods } from "./secrets.mixin";
 import type { WorkflowsStoreVars } from "./workflows.store";
@@ -49,7 +41,6 @@ import {
   type StartRunParams,
 } from "./workflows.params";
 
-const MINUTE_MS = 60_000;
 /**
  * Runs one workflows node drives at once, and how many of them one organization and one of its
  * environments may hold (tenant-slots.ts): whatever one tenant's runs do, 32 slots stay for the
@@ -68,22 +59,14 @@ export interface RunsVars extends WorkflowsStoreVars {
   metrics: Metrics;
   gauges: NodeJS.Timeout | undefined;
 }
-export interface RunsMethods extends SecretsMethods {
+export interface RunsMethods extends SecretsMethods, RunStartsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
   /** The workflow `id`, which must exist (404). */
   ownWorkflow(tenant: Required<Tenant>, id: string): Promise<WorkflowDoc>;
-  /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
-  startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
-  /** The budget of RUN_STARTS_PER_MINUTE of the minute `now` falls in: every way of starting a run counts against it. */
-  startsBudget(tenant: Required<Tenant>, now: number): Budget;
   /** Cancels every run of a deleted workflow that has not ended, by `by`; answers how many. */
   cancelRunsOf(tenant: Required<Tenant>, workflowId: string, by: Decider["by"]): Promise<number>;
-  /** Creates the budget `id`, unless it exists. */
-  openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
-  /** Stores `run` and counts it against each budget, all or none; answers null, or the budget that is spent. */
-  startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc): Promise<Budget | null>;
   /** Deletes the runs that finished more than EVENT_RETENTION_DAYS before `now`. */
   pruneRuns(now: number, control: PruneControl): Promise<number>;
   /** Runs by status now and runs waiting for an approval: bounded counts through the `{status, due_at}` index. */
@@ -91,15 +74,8 @@ export interface RunsMethods extends SecretsMethods {
 }
 type Ctx<P> = Context<P, CallMeta>;
 
-/** A count of runs started (workflows.store.ts BudgetDoc) and its limit. */
-export interface Budget {
-  id: string;
-  limit: number;
-  expiresAt: number;
-}
-
 /**
- * The cancel, approve and reject actions: each a `decide` with its transition (runs.logic.ts), by
+ * The cancel, approve and reject actions: each a `decide` with its transition (run-decisions.logic.ts), by
  * the calling key, with the comment sent. Approve and reject need the workflow still there.
  */
 function decision(transition: (run: RunDoc, now: number, d: Decider) => RunWrite, needsWorkflow: boolean) {
@@ -247,45 +223,6 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       return workflow;
     },
 
-    startsBudget(tenant, now) {
-      const minute = now - (now % MINUTE_MS);
-      const limit = this.settings.config.runStartsPerMinute;
-      return { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
-    },
-
-    async startApiRun(tenant, run) {
-      // The platform's clock: a test's own in tests (shared/runtime/clock.ts).
-      const now = this.settings.clock.now();
-      const budget = this.startsBudget(tenant, now);
-      const { limit } = budget;
-      const minute = budget.expiresAt - 60 * MINUTE_MS;
-      // Stored already claimed by this node's engine when it has room, an http step first shown
-      // running (the claim's and the engine's first write fewer, and no wake-up to send);
-      // otherwise queued and due now, for any node's engine.
-      const claimed = this.engine.reserve(run);
-      let counted = false;
-      try {
-        counted = (await this.startCounted(tenant, [budget], claimed ?? run)) === null;
-      } finally {
-        if (claimed && !counted) this.engine.unreserve(run);
-      }
-      if (!counted) {
-        throw new ApiError(
-          "rate_limited",
-          `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
-          {
-            quota: "runs_started_per_minute",
-            limit,
-            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - now) / 1000)),
-          },
-        );
-      }
-      if (claimed) this.engine.adopt(claimed);
-      // A lost wake-up only delays the run until a node's next poll.
-      else this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
-      return runView(claimed ?? run);
-    },
-
     async cancelRunsOf(tenant, workflowId, by) {
       let cancelled = 0;
       // In batches along the (workflow_id, status, id) index; each a compare-and-set like POST …/cancel.
@@ -327,39 +264,6 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         }
         if (tries >= 20) throw new ApiError("invalid_state", "The run kept changing; retry", { param: "run_id" });
       }
-    },
-
-    async openBudget(tenant, id, expiresAt) {
-      try {
-        await this.budgets.insert({ id, ...tenant, runs: 0, expires_at: new Date(expiresAt).toISOString() });
-      } catch (err) {
-        if (!isDuplicate(err)) throw err;
-      }
-    },
-
-    async startCounted(tenant, budgets, run) {
-      for (let tries = 0; tries <= budgets.length; tries += 1) {
-        // The counts and the run are stored together: a run that exists was counted once, a
-        // duplicate (the run started already) takes nothing, and two nodes never both take the last.
-        const written = await this.store.atomically([
-          ...budgets.map(({ id, limit }: Budget) => ({
-            op: "update" as const,
-            collection: this.budgets,
-            scope: tenant,
-            filter: { id, runs: { $lt: limit } },
-            update: { $inc: { runs: 1 } },
-          })),
-          { op: "insert", collection: this.runs, doc: run },
-        ]);
-        if (written) return null;
-        for (const budget of budgets) {
-          const stored = await this.budgets.get(tenant, budget.id);
-          if (stored && stored.runs >= budget.limit) return budget;
-          // Not opened yet (a new minute), or pruned under a chain older than the retention period.
-          if (!stored) await this.openBudget(tenant, budget.id, budget.expiresAt);
-        }
-      }
-      return budgets[0];
     },
 
     async pruneRuns(now, control) {

@@ -9,7 +9,8 @@ import { DAY_MS } from "../../shared/records/retention";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { MAX_CHAIN_DEPTH, newRun } from "./runs.logic";
-import type { Budget, RunsMethods, RunsVars } from "./runs.mixin";
+import type { Budget } from "./run-starts.mixin";
+import type { RunsMethods, RunsVars } from "./runs.mixin";
 import { eventView, listenersOf, passes } from "./trigger-match";
 import type { WorkflowDoc } from "./workflows.logic";
 

@@ -9,6 +9,7 @@ import { StoreMixin } from "../../shared/runtime/store.mixin";
 import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
 import type { Filter, Tenant } from "../../shared/storage/types";
 import type { WorkflowDefinition, WorkflowWithSecret } from "../../shared/api/wire";
+import { RunStartsMixin } from "./run-starts.mixin";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
@@ -46,7 +47,7 @@ type Ctx<P> = Context<P, CallMeta>;
 /**
  * Workflow definitions: a trigger and typed steps, versioned on every change. Their runs (the runs
  * API and the engine) and the event trigger are mixins of this service (runs.mixin.ts,
- * triggers.mixin.ts), so every action keeps its `workflows.` name. Mixins' lifecycle hooks run
+ * run-starts.mixin.ts, triggers.mixin.ts), so every action keeps its `workflows.` name. Mixins' lifecycle hooks run
  * from the last listed to the first (stopped: the other way): the store is acquired before the runs
  * mixin's `created` and released after it has stopped the engine.
  */
@@ -55,6 +56,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
   mixins: [
     SecretsMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
+    RunStartsMixin as Partial<ServiceSchema>,
     RunsMixin as Partial<ServiceSchema>,
     StoreMixin(STORE),
   ],

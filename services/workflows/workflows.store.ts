@@ -4,7 +4,7 @@ import { RUN_OUTCOMES } from "../../shared/records/outcomes";
 import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/records/retention";
 import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
-import type { RunDoc } from "./runs.logic";
+import type { RunDoc } from "./run-doc";
 import type { SecretDoc } from "./secrets.logic";
 import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 

@@ -13,7 +13,7 @@ import {
   STEP_OUTPUT_MAX_BYTES,
   TemplateError,
 } from "../../../../services/workflows/outputs";
-import type { RunStep } from "../../../../services/workflows/runs.logic";
+import type { RunStep } from "../../../../shared/api/wire";
 import { render } from "../../../../services/workflows/templates";
 
 describe("bounded outputs", () => {

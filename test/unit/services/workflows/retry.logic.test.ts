@@ -73,3 +73,8 @@ describe("retry policies", () => {
     expect(() => checkRetry({ tries: 1 }, fail)).toThrow(/^retry.tries: /);
   });
 });
+
+it("http retries back off exponentially up to a minute", () => {
+  expect([1, 2, 3, 4].map((n) => retryDelay(1000, n))).toEqual([1000, 2000, 4000, 8000]);
+  expect(retryDelay(1000, 20)).toBe(60_000);
+});

@@ -1,95 +1,20 @@
 import { cutAnswer } from "../../../../services/workflows/outputs";
-import {
-  advance,
-  approve,
-  attempted,
-  cancel,
-  claim,
-  claimedAtStart,
-  fail,
-  finish,
-  giveUp,
-  handBack,
-  MAX_RUN_RETRIES,
-  MAX_STALLS,
-  newRun,
-  nextMove,
-  published,
-  reject,
-  rerun,
-  retry,
-  retryDelay,
-  runView,
-  storedAfter as apply,
-  updateOf,
-  wait,
-  type Clock,
-  type Move,
-  type RunDoc,
-  type RunWrite,
-} from "../../../../services/workflows/runs.logic";
-import type { Step, WorkflowDoc } from "../../../../services/workflows/workflows.logic";
+import { attempted } from "../../../../services/workflows/http-step.logic";
+import { retryDelay } from "../../../../services/workflows/retry.logic";
+import { approve, reject, rerun, retry } from "../../../../services/workflows/run-decisions.logic";
+import { claim, claimedAtStart, nextMove, published } from "../../../../services/workflows/run-moves.logic";
+import { runView } from "../../../../services/workflows/run-view.logic";
+import { storedAfter as apply, updateOf } from "../../../../services/workflows/run-write.logic";
+import type { RunDoc } from "../../../../services/workflows/run-doc";
+import { finish, newRun } from "../../../../services/workflows/runs.logic";
+import type { Step } from "../../../../services/workflows/workflows.logic";
 
 /**
  * The run state machine as pure functions: each transition answers one write (what it sets and
  * removes, revision, due time and lease included, and the events it queues), applied here the way
  * the store applies it.
  */
-const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const MARGIN = 5_000;
-const at = (ms: number): Clock => ({ now: ms, leaseMarginMs: MARGIN });
-const iso = (ms: number) => new Date(ms).toISOString();
-const ANN = { key_id: "key_ann", key_name: "ann's key" };
-
-const STEPS: Step[] = [
-  {
-    id: "call",
-    type: "http",
-    method: "POST",
-    url: "https://example.com/orders/{{input.order}}",
-    headers: { "X-Order": "{{input.order}}" },
-    body: { n: "{{input.n}}" },
-    timeout_ms: 2_000,
-    retries: 1,
-  },
-  { id: "pause", type: "delay", duration_ms: 1_000 },
-  { id: "ok", type: "approval", message: "order {{input.order}}: {{steps.call.output.body.ref}}" },
-  { id: "tell", type: "emit", event_type: "order.done", data: { ref: "{{steps.call.output.body.ref}}" } },
-];
-
-function workflow(steps: Step[] = STEPS): WorkflowDoc {
-  return {
-    id: "wf_1",
-    org_id: "org_1",
-    environment: "test",
-    name: "w",
-    description: null,
-    status: "active",
-    trigger: { type: "manual" },
-    steps,
-    version: 3,
-    created_at: iso(T0),
-    updated_at: iso(T0),
-  };
-}
-
-/** A run as the engine holds it after claiming it. */
-const claimed = (run: RunDoc, lease = "L1"): RunDoc => ({ ...run, lease, stalls: 1, due_at: T0 + MARGIN });
-
-function writeOf(move: Move): RunWrite {
-  if (move.kind !== "write") throw new Error(`expected a write, got ${move.kind}`);
-  return move.write;
-}
-
-/** The run at its approval step, waiting, its approval.requested published. */
-function waitingForApproval(): RunDoc {
-  let run = claimed(newRun(workflow(), { order: "o1", n: 2 }, { type: "manual" }, T0));
-  run = { ...run, cursor: 2, status: "waiting" };
-  run.steps = run.steps.map((s, i) => (i < 2 ? { ...s, status: "succeeded" } : i === 2 ? { ...s, status: "waiting" } : s));
-  delete run.lease;
-  delete run.due_at;
-  return run;
-}
+import { ANN, at, claimed, iso, MARGIN, STEPS, T0, waitingForApproval, workflow, writeOf } from "./run-fixtures";
 
 describe("start", () => {
   it("a new run is queued and due now, at revision 0, every step pending, the steps kept as they were", () => {
@@ -389,173 +314,6 @@ describe("an emit step", () => {
   });
 });
 
-describe("cancel", () => {
-  it("ends a run where it is: the current step cancelled, the rest skipped, the engine's claim taken away", () => {
-    const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
-    const write = cancel(run, T0 + 7);
-    const after = apply(run, write);
-    expect(after).toMatchObject({ status: "cancelled", rev: 1, due_at: T0 + 7, finished_at: iso(T0 + 7) });
-    expect(after.lease).toBeUndefined();
-    expect(after.steps.map((s) => s.status)).toEqual(["cancelled", "skipped", "skipped", "skipped"]);
-    expect(write.events.map((e) => [e.type, e.data.status])).toEqual([["workflow.completed", "cancelled"]]);
-  });
-
-  it("a waiting run can be cancelled too", () => {
-    expect(apply(waitingForApproval(), cancel(waitingForApproval(), T0)).status).toBe("cancelled");
-  });
-});
-
-describe("retry and rerun", () => {
-  // Failed at its http step (0) after its retries; the steps after it skipped.
-  const failedRun = (): RunDoc => {
-    const run = { ...claimed(newRun(workflow(), { order: "o1" }, { type: "manual" }, T0)), status: "running" as const };
-    run.steps = run.steps.map((s, i) => (i === 0 ? { ...s, status: "running", attempt_count: 1, started_at: iso(T0) } : s));
-    const failed = apply(run, attempted(run, { ok: false, output: { status: 500 }, error: "HTTP 500" }, at(T0 + 1), 10));
-    return apply(failed, published(failed, at(T0 + 2)));
-  };
-
-  it("retry: the same run goes on from its failed step, attempt 2, due now, its later steps pending again", () => {
-    const failed = failedRun();
-    expect(failed.status).toBe("failed");
-    const write = retry(failed, T0 + 50);
-    const after = apply(failed, write);
-    expect(after).toMatchObject({
-      id: failed.id,
-      status: "queued",
-      attempt: 2,
-      cursor: 0,
-      finished_at: null,
-      due_at: T0 + 50,
-      rev: failed.rev + 1,
-    });
-    expect(after.steps.map((s) => [s.status, s.attempt_count, s.error])).toEqual([
-      ["pending", 0, null],
-      ["pending", 0, null],
-      ["pending", 0, null],
-      ["pending", 0, null],
-    ]);
-    expect(after.lease).toBeUndefined();
-    expect(write.unset.stalls).toBe(true);
-    // The engine takes it from there: the failed step's request is made again.
-    expect(nextMove(claimed(after), at(T0 + 60))).toMatchObject({ kind: "write" });
-    expect(after.definition).toEqual(failed.definition);
-  });
-
-  it("a retry keeps what succeeded before the failed step", () => {
-    const failed = failedRun();
-    const partly: RunDoc = { ...failed, cursor: 1 };
-    partly.steps = failed.steps.map((s, i) => (i === 0 ? { ...s, status: "succeeded" } : i === 1 ? { ...s, status: "failed" } : s));
-    const after = apply(partly, retry(partly, T0 + 50));
-    expect(after.cursor).toBe(1);
-    expect(after.steps.map((s) => s.status)).toEqual(["succeeded", "pending", "pending", "pending"]);
-  });
-
-  it("only failed runs are retried, at most MAX_RUN_RETRIES times", () => {
-    const failed = failedRun();
-    for (const status of ["succeeded", "cancelled", "waiting", "running", "queued"] as const)
-      expect(() => retry({ ...failed, status }, T0)).toThrow(expect.objectContaining({ type: "invalid_state" }));
-    expect(() => retry({ ...failed, attempt: MAX_RUN_RETRIES + 1 }, T0)).toThrow(/retried 20 times/);
-    expect(() => retry({ ...failed, attempt: MAX_RUN_RETRIES }, T0)).not.toThrow();
-  });
-
-  it("a rerun takes the workflow's current version and the old input, and needs the old run ended", () => {
-    const failed = failedRun();
-    const current = { ...workflow(), version: 3 };
-    expect(rerun(current, failed, T0 + 9)).toMatchObject({
-      workflow_version: 3,
-      rerun_of: failed.id,
-      input: { order: "o1" },
-      due_at: T0 + 9,
-    });
-    expect(() => rerun(current, { ...failed, status: "waiting" }, T0)).toThrow(/Only a run that has ended/);
-  });
-
-  it("cancel by a key records who and why, on the run and in workflow.completed", () => {
-    const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
-    const write = cancel(run, T0 + 1, { by: ANN }, "workflow_deleted");
-    expect(apply(run, write)).toMatchObject({ status: "cancelled", cancelled_by: ANN, cancel_reason: "workflow_deleted" });
-    expect(write.events[0].data).toMatchObject({ status: "cancelled", cancelled_by: ANN, cancel_reason: "workflow_deleted" });
-  });
-});
-
-describe("decisions that do not apply", () => {
-  const ended = (status: "succeeded" | "failed" | "cancelled"): RunDoc => ({ ...waitingForApproval(), status });
-  const running: RunDoc = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), status: "running" };
-  const refused = (f: () => unknown, message: string) => expect(f).toThrow(expect.objectContaining({ type: "invalid_state", message }));
-
-  it("an ended run cannot be cancelled", () => {
-    refused(() => cancel(ended("succeeded"), T0), "The run has ended (succeeded)");
-    refused(() => cancel(ended("failed"), T0), "The run has ended (failed)");
-    refused(() => cancel(ended("cancelled"), T0), "The run has ended (cancelled)");
-  });
-
-  it("only a run waiting at an approval step can be approved or rejected", () => {
-    refused(() => approve(ended("cancelled"), T0, { by: ANN }), "The run is not waiting for approval (cancelled)");
-    refused(() => reject(ended("succeeded"), T0, { by: ANN }), "The run is not waiting for approval (succeeded)");
-    refused(() => approve(running, T0, { by: ANN }), "The run is not waiting for approval (running)");
-    // Waiting, but at a delay step.
-    const delayed: RunDoc = { ...running, status: "waiting", cursor: 1 };
-    delayed.steps = delayed.steps.map((s, i) => (i === 1 ? { ...s, status: "waiting" } : s));
-    refused(() => reject(delayed, T0, { by: ANN }), "The run is not waiting for approval (waiting)");
-  });
-});
-
-describe("the engine's other writes", () => {
-  const run = claimed(newRun(workflow(), {}, { type: "manual" }, T0));
-
-  it("a stopping engine hands the run back, due now", () => {
-    const write = handBack(run, at(T0 + 3));
-    expect(write).toMatchObject({ released: true, set: { due_at: T0 + 3, rev: 1 }, unset: { stalls: true, lease: true } });
-  });
-
-  it("advance, wait and fail answer the same writes the moves do", () => {
-    expect(advance(run, { output: 1 }, at(T0)).set).toMatchObject({ cursor: 1, status: "running" });
-    expect(wait(run, at(T0), T0 + 9).set.due_at).toBe(T0 + 9);
-    expect(fail(run, "no", at(T0)).set.status).toBe("failed");
-  });
-
-  it("a run with no step left succeeds", () => {
-    const past = { ...run, cursor: STEPS.length, status: "running" as const };
-    expect(apply(past, writeOf(nextMove(past, at(T0)))).status).toBe("succeeded");
-  });
-});
-
-describe("giving a run up after MAX_STALLS claims that stored nothing", () => {
-  it("a run stalled at an http step fails there, saying why", () => {
-    const run = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), stalls: MAX_STALLS + 1 };
-    const { write, dropped, why } = giveUp(run, at(T0));
-    expect(dropped).toEqual([]);
-    expect(why).toMatch(/^the run stopped: its progress could not be stored in 3 tries in a row/);
-    const after = apply(run, write);
-    expect(after).toMatchObject({ status: "failed", lease: "L1" });
-    expect(after.stalls).toBeUndefined();
-    expect(after.steps[0].error).toBe(why);
-  });
-
-  it("an event that could not be stored is dropped and the run fails at the step that emitted it", () => {
-    const lost = { id: "evt_lost", type: "order.done", data: {} };
-    const run: RunDoc = { ...claimed(newRun(workflow(), {}, { type: "manual" }, T0)), status: "succeeded", cursor: 4, outbox: [lost] };
-    run.steps = run.steps.map((s, i) => ({ ...s, status: "succeeded", output: i === 3 ? { event_id: "evt_lost" } : null }));
-    const { write, dropped, why } = giveUp(run, at(T0));
-    expect(dropped).toEqual([lost]);
-    expect(why).toBe("the event order.done (evt_lost) could not be stored in 3 tries in a row; given up");
-    const after = apply(run, write);
-    expect(after.status).toBe("failed");
-    expect(after.steps[3]).toMatchObject({ status: "failed", error: why });
-    expect(after.outbox.map((e) => e.type)).toEqual(["workflow.completed"]);
-  });
-
-  it("a run waiting for approval keeps its state; its unpublished event is dropped and it is parked", () => {
-    const requested = { id: "evt_r", type: "approval.requested", data: {} };
-    const run = { ...waitingForApproval(), lease: "L1", outbox: [requested] };
-    const { write, dropped, why } = giveUp(run, at(T0));
-    expect([dropped, why]).toEqual([[requested], null]);
-    const after = apply(run, write);
-    expect(after).toMatchObject({ status: "waiting", outbox: [] });
-    expect(after.due_at).toBeUndefined();
-  });
-});
-
 describe("finishing a run", () => {
   const run = {
     id: "run_1",
@@ -592,9 +350,4 @@ describe("finishing a run", () => {
       },
     ]);
   });
-});
-
-it("http retries back off exponentially up to a minute", () => {
-  expect([1, 2, 3, 4].map((n) => retryDelay(1000, n))).toEqual([1000, 2000, 4000, 8000]);
-  expect(retryDelay(1000, 20)).toBe(60_000);
 });

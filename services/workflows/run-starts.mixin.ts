@@ -1,0 +1,114 @@
+import type { ServiceSchema } from "moleculer";
+import { ApiError, isDuplicate } from "../../shared/errors";
+import type { PlatformSettings } from "../../shared/runtime/platform";
+import type { Tenant } from "../../shared/storage/types";
+import { RUN_DUE, type RunEngine } from "./engine";
+import type { RunDoc } from "./run-doc";
+import { runView, type RunView } from "./run-view.logic";
+import type { WorkflowsStoreVars } from "./workflows.store";
+
+const MINUTE_MS = 60_000;
+
+/** A count of runs started (workflows.store.ts BudgetDoc) and its limit. */
+export interface Budget {
+  id: string;
+  limit: number;
+  expiresAt: number;
+}
+
+/** The store's collections (workflows.store.ts) and the engine that may take a new run at once. */
+export interface RunStartsVars extends WorkflowsStoreVars {
+  engine: RunEngine;
+}
+export interface RunStartsMethods {
+  /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
+  startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
+  /** The budget of RUN_STARTS_PER_MINUTE of the minute `now` falls in: every way of starting a run counts against it. */
+  startsBudget(tenant: Required<Tenant>, now: number): Budget;
+  /** Creates the budget `id`, unless it exists. */
+  openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
+  /** Stores `run` and counts it against each budget, all or none; answers null, or the budget that is spent. */
+  startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc): Promise<Budget | null>;
+}
+
+/**
+ * Starting runs under their budgets (the starts per minute of an environment; for event-started
+ * runs also their chain's), each counted in the write that stores the run. A mixin of the
+ * workflows service; the runs mixin (runs.mixin.ts) and the trigger mixin (triggers.mixin.ts)
+ * start runs through it.
+ */
+export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMethods, RunStartsVars>> = {
+  methods: {
+    startsBudget(tenant, now) {
+      const minute = now - (now % MINUTE_MS);
+      const limit = this.settings.config.runStartsPerMinute;
+      return { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
+    },
+
+    async startApiRun(tenant, run) {
+      // The platform's clock: a test's own in tests (shared/runtime/clock.ts).
+      const now = this.settings.clock.now();
+      const budget = this.startsBudget(tenant, now);
+      const { limit } = budget;
+      const minute = budget.expiresAt - 60 * MINUTE_MS;
+      // Stored already claimed by this node's engine when it has room, an http step first shown
+      // running (the claim's and the engine's first write fewer, and no wake-up to send);
+      // otherwise queued and due now, for any node's engine.
+      const claimed = this.engine.reserve(run);
+      let counted = false;
+      try {
+        counted = (await this.startCounted(tenant, [budget], claimed ?? run)) === null;
+      } finally {
+        if (claimed && !counted) this.engine.unreserve(run);
+      }
+      if (!counted) {
+        throw new ApiError(
+          "rate_limited",
+          `Quota runs_started_per_minute reached: at most ${limit} runs may be started per minute in this environment`,
+          {
+            quota: "runs_started_per_minute",
+            limit,
+            retry_after: Math.max(1, Math.ceil((minute + MINUTE_MS - now) / 1000)),
+          },
+        );
+      }
+      if (claimed) this.engine.adopt(claimed);
+      // A lost wake-up only delays the run until a node's next poll.
+      else this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
+      return runView(claimed ?? run);
+    },
+
+    async openBudget(tenant, id, expiresAt) {
+      try {
+        await this.budgets.insert({ id, ...tenant, runs: 0, expires_at: new Date(expiresAt).toISOString() });
+      } catch (err) {
+        if (!isDuplicate(err)) throw err;
+      }
+    },
+
+    async startCounted(tenant, budgets, run) {
+      for (let tries = 0; tries <= budgets.length; tries += 1) {
+        // The counts and the run are stored together: a run that exists was counted once, a
+        // duplicate (the run started already) takes nothing, and two nodes never both take the last.
+        const written = await this.store.atomically([
+          ...budgets.map(({ id, limit }: Budget) => ({
+            op: "update" as const,
+            collection: this.budgets,
+            scope: tenant,
+            filter: { id, runs: { $lt: limit } },
+            update: { $inc: { runs: 1 } },
+          })),
+          { op: "insert", collection: this.runs, doc: run },
+        ]);
+        if (written) return null;
+        for (const budget of budgets) {
+          const stored = await this.budgets.get(tenant, budget.id);
+          if (stored && stored.runs >= budget.limit) return budget;
+          // Not opened yet (a new minute), or pruned under a chain older than the retention period.
+          if (!stored) await this.openBudget(tenant, budget.id, budget.expiresAt);
+        }
+      }
+      return budgets[0];
+    },
+  },
+};

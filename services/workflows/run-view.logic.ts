@@ -1,0 +1,39 @@
+import { attemptCountOf } from "./templates";
+import type { RunDoc } from "./run-doc";
+import type { Run, RunStep, StepAttempt } from "../../shared/api/wire";
+
+/** A run as the API shows it: its stored document without the fields that run it. */
+export type RunView = Run;
+
+export const runView = ({
+  org_id: _o,
+  definition: _d,
+  cursor: _c,
+  rev: _r,
+  due_at: _due,
+  lease: _l,
+  stalls: _st,
+  outbox: _ob,
+  trigger_key: _t,
+  chain_depth: _cd,
+  chain_root: _cr,
+  request_id: _rq,
+  traceparent: _tp,
+  deadline_at: _dl,
+  timeout_ms: _tm,
+  ...view
+}: RunDoc): RunView => ({
+  object: "run",
+  ...view,
+  // Runs stored before these fields existed: their first attempt, no rerun, no pending approval shown.
+  attempt: view.attempt ?? 1,
+  rerun_of: view.rerun_of ?? null,
+  pending_approval: view.pending_approval ?? null,
+  stop_message: view.stop_message ?? null,
+  // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
+  steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
+    ...step,
+    attempt_count: attemptCountOf({ ...step, attempts }),
+    ...(Array.isArray(attempts) && { attempts }),
+  })),
+});
