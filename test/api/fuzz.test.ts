@@ -203,6 +203,8 @@ describe("requests generated from the API reference, against a running server", 
     for (const { route, op } of operations) {
       if (/approveRun|rejectRun/.test(route.action)) pools.Waiting = await waitingRuns(3);
       if (route.action === "workflows.retryRun") pools.Run.push(...(await failedRuns(3)));
+      // Runs that can be cancelled whatever the generated ones did meanwhile: waiting for an approval.
+      if (route.action === "workflows.cancelRun") pools.Run.push(...(await waitingRuns(3)));
       const label = `${route.method} ${route.path}`;
       seen[label] = new Set();
       const bodySchema = op.requestBody?.content["application/json"].schema;
