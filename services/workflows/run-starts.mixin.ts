@@ -47,6 +47,9 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
 
     async startApiRun(tenant, run) {
       // The platform's clock: a test's own in tests (shared/runtime/clock.ts).
+      // A run's documents are counted, not checked, as they are written (the engine's writes must go
+      // on): a tenant at its storage quota is refused new runs here instead.
+      await this.store.checkStorageQuota(tenant);
       const now = this.settings.clock.now();
       const budget = this.startsBudget(tenant, now);
       const { limit } = budget;

@@ -82,6 +82,18 @@ export class StorageAccounting implements Accounting {
     return bytes;
   }
 
+  /**
+   * Throws `quota_exceeded` when `tenant` stores its quota or more: this service's row (one read by
+   * id), the other services' (read at most once per ELSEWHERE_MS) and what this node has counted
+   * and not stored yet. A tenant passes its quota by at most the writes under way at the moment.
+   */
+  async check(tenant: Required<Tenant>): Promise<void> {
+    const key = usageId(tenant);
+    const own = (await this.usage.get(tenant, key))?.bytes ?? 0;
+    const bytes = own + (await this.elsewhere(tenant)) + (this.pending.get(key)?.delta ?? 0);
+    if (bytes >= this.limit) throw storageQuotaExceeded(this.limit, bytes);
+  }
+
   /** `collection` with its writes counted, when its collection is counted; else itself. */
   wrap<T extends Doc>(collection: Collection<T>): Collection<T> {
     const policy = STORAGE_POLICIES[collection.name];

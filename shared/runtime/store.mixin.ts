@@ -106,6 +106,7 @@ function ownStore(store: Store, service: string, owned: Set<string>, accounting:
       return written;
     },
     probe: () => store.probe(),
+    checkStorageQuota: (tenant) => accounting.check(tenant),
   });
 }
 

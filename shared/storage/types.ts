@@ -187,4 +187,10 @@ export interface Store {
 }
 
 /** What a service holds of the store beside its collections: writes across them, and the probe. */
-export type OwnStore = Pick<Store, "atomically" | "probe">;
+export type OwnStore = Pick<Store, "atomically" | "probe"> & {
+  /**
+   * Refuses (`quota_exceeded`, storage_bytes) when the tenant already stores its quota or more: for
+   * work whose own writes are counted, never checked, such as a run started through the API.
+   */
+  checkStorageQuota(tenant: Required<Tenant>): Promise<void>;
+};

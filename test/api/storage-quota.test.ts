@@ -214,3 +214,42 @@ const BLOB = "x".repeat(60_000);
     expect(await settled(acme)).toBeLessThanOrEqual(LIMIT);
   }, 60_000);
 });
+
+describe("the storage quota and runs started through the API", () => {
+  const QUOTA = 300_000;
+  let p: Platform;
+  let org: TestOrg;
+  beforeAll(async () => {
+    p = await startPlatform({ STORAGE_QUOTA_BYTES: String(QUOTA) });
+    org = await p.createOrg("Runs");
+  });
+  afterAll(() => p?.stop());
+
+  it("refuses a run once its tenant stores its quota (a run's own writes are counted, not checked)", async () => {
+    const call = (method: string, path: string, body?: unknown) => api(p.baseUrl, method, path, { key: org.live, body });
+    const wf = await call("POST", "/workflows", {
+      name: "big inputs",
+      trigger: { type: "manual" },
+      steps: [{ type: "delay", duration_ms: 1 }],
+    });
+    expect(wf.status).toBe(201);
+    const input = { blob: "x".repeat(20_000) };
+    let started = 0;
+    let refused: Awaited<ReturnType<typeof call>> | undefined;
+    for (let i = 0; i < 60 && !refused; i += 1) {
+      const res = await call("POST", `/workflows/${wf.body.data.id}/runs`, { input });
+      if (res.status === 201) started += 1;
+      else refused = res;
+    }
+    if (!refused) throw new Error(`${started} runs of 20 KB started under a quota of ${QUOTA} bytes`);
+    expectError(refused, 400, "quota_exceeded");
+    expect(refused.body.error.message).toContain("storage_bytes");
+    // Each start reads the counters and what this node has counted and not stored yet: the runs
+    // started stop within about one run of the quota.
+    expect(started).toBeGreaterThanOrEqual(Math.floor(QUOTA / 25_000));
+    expect(started).toBeLessThanOrEqual(Math.ceil(QUOTA / 20_000) + 1);
+    // Reads are served, and the test environment is not held back.
+    expect((await call("GET", `/workflows/${wf.body.data.id}/runs`)).status).toBe(200);
+    expect((await api(p.baseUrl, "POST", "/events", { key: org.test, body: { type: "small.one", data: {} } })).status).toBe(201);
+  }, 60_000);
+});
