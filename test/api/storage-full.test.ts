@@ -1,12 +1,11 @@
-import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, rmdirSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { existsSync, unlinkSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { DATABASE_FILE } from "../../shared/storage/sqlite";
 import { api, expectError, startPlatform, type Platform, type TestOrg } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { fillDisk, mountTmpfs } from "../helpers/tmpfs";
 import { eventuallyValue, realTimePasses } from "../../tools/eventually";
 
 /**
@@ -23,42 +22,10 @@ import { eventuallyValue, realTimePasses } from "../../tools/eventually";
  *
  * Needs root (mount); CI runs as root. Without it, the suite is skipped and says why.
  */
-const MOUNT = mkdtempSync(join(tmpdir(), "wfp-full-"));
-const DISK = "16m";
-let skipReason: string | undefined;
-let mounted = false;
-if (process.platform !== "linux") skipReason = `tmpfs needs Linux, this is ${process.platform}`;
-else if (process.getuid?.() !== 0) skipReason = `mounting a tmpfs needs root; this runs as uid ${process.getuid?.()}`;
-else {
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${DISK},mode=0700`, "tmpfs", MOUNT], { stdio: "pipe" });
-    mounted = true;
-  } catch (err) {
-    skipReason = `mount -t tmpfs was refused: ${String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim()}`;
-  }
-}
-function unmount(): void {
-  if (!mounted) return;
-  try {
-    execFileSync("umount", [MOUNT], { stdio: "pipe" });
-  } catch {
-    execFileSync("umount", ["-l", MOUNT], { stdio: "pipe" }); // something still holds a file: detach it
-  }
-  mounted = false;
-  rmdirSync(MOUNT);
-}
-// Also when jest is stopped before afterAll runs.
-process.once("exit", () => {
-  try {
-    unmount();
-  } catch {
-    // nothing more to do at exit
-  }
-});
-if (skipReason) {
-  console.warn(`SKIPPED test/api/storage-full.test.ts: ${skipReason}`);
-  rmdirSync(MOUNT);
-}
+const fs = mountTmpfs("16m", "full");
+const { skipReason } = fs;
+if (skipReason) console.warn(`SKIPPED test/api/storage-full.test.ts: ${skipReason}`);
+const MOUNT = fs.dir;
 
 const DATA_DIR = join(MOUNT, "data");
 const FILLER = join(MOUNT, "filler");
@@ -68,42 +35,6 @@ const ENV = {
   WEBHOOK_RETRY_DELAYS_MS: "2000,2000,2000,2000",
   WEBHOOK_TIMEOUT_MS: "2000",
 };
-
-/**
- * Takes every free block of the tmpfs, with the WAL empty first, so that every commit fails.
- *
- * SQLite (WAL mode) appends each commit to the `-wal` file; once a checkpoint has copied the WAL
- * into the database file, writers start again at the beginning of the WAL and reuse its space. So on
- * a full disk a WAL that has grown still takes commits, honestly (they are stored), and which writes
- * fail would depend on the WAL's size at the moment. Hence: checkpoint with TRUNCATE (the WAL becomes
- * 0 bytes, everything is in the database file), then write the filler until ENOSPC, all in one
- * synchronous stretch, so no write of this process (the whole platform runs here) comes between.
- * From then on every commit needs a new block: it fails (SQLITE_FULL) and is rolled back; reads,
- * served from the database file, work. A checkpoint thread (if the store runs one) has nothing to
- * copy and cannot grow the database file either.
- */
-function fillDisk(db: DatabaseSync): void {
-  const wal = join(DATA_DIR, `${DATABASE_FILE}-wal`);
-  for (let i = 0; ; i += 1) {
-    const r = db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number };
-    if (r.busy === 0 && (!existsSync(wal) || statSync(wal).size === 0)) break;
-    if (i === 20) throw new Error(`the WAL could not be checkpointed and truncated (busy ${r.busy})`);
-  }
-  const fd = openSync(FILLER, "w");
-  const chunk = Buffer.alloc(1 << 20, 1);
-  try {
-    // Big writes, then smaller ones, until not even one byte more is taken.
-    for (const size of [1 << 20, 4096, 1]) {
-      try {
-        for (;;) writeSync(fd, chunk, 0, size);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
 
 interface Target {
   server: Server;
@@ -170,7 +101,7 @@ const until = <T>(what: string, get: () => Promise<T>, check: (v: T) => boolean,
         // engine gets the answer and cannot store it.
         if (path === "/hold" && target.got.filter((g) => g === "/hold").length === 1) {
           try {
-            fillDisk(db);
+            fillDisk(db, DATA_DIR, FILLER);
             target.filled = true;
           } catch (err) {
             target.filled = err as Error;
@@ -193,7 +124,7 @@ const until = <T>(what: string, get: () => Promise<T>, check: (v: T) => boolean,
     target?.server.closeAllConnections();
     await new Promise((ok) => target?.server.close(ok));
     await rx?.close();
-    unmount();
+    fs.unmount();
   }, 20_000);
 
   it("before the disk fills, writes are stored (201)", async () => {

@@ -51,8 +51,18 @@ export function mountTmpfs(size: string, label: string): Tmpfs {
 }
 
 /**
- * Takes every free block of the file system of `dataDir`, with the store's WAL checkpointed and
- * emptied first (see test/api/storage-full.test.ts): from then on every commit fails, reads work.
+ * Takes every free block of the file system of `dataDir` (writing `filler`), with the WAL empty
+ * first, so that every commit fails.
+ *
+ * SQLite (WAL mode) appends each commit to the `-wal` file; once a checkpoint has copied the WAL
+ * into the database file, writers start again at the beginning of the WAL and reuse its space. So on
+ * a full disk a WAL that has grown still takes commits, honestly (they are stored), and which writes
+ * fail would depend on the WAL's size at the moment. Hence: checkpoint with TRUNCATE (the WAL becomes
+ * 0 bytes, everything is in the database file), then write the filler until ENOSPC, all in one
+ * synchronous stretch, so no write of this process (the whole platform runs here) comes between.
+ * From then on every commit needs a new block: it fails (SQLITE_FULL) and is rolled back; reads,
+ * served from the database file, work. A checkpoint thread (if the store runs one) has nothing to
+ * copy and cannot grow the database file either.
  */
 export function fillDisk(db: DatabaseSync, dataDir: string, filler: string): void {
   const wal = join(dataDir, `${DATABASE_FILE}-wal`);
@@ -64,6 +74,7 @@ export function fillDisk(db: DatabaseSync, dataDir: string, filler: string): voi
   const fd = openSync(filler, "w");
   const chunk = Buffer.alloc(1 << 20, 1);
   try {
+    // Big writes, then smaller ones, until not even one byte more is taken.
     for (const size of [1 << 20, 4096, 1]) {
       try {
         for (;;) writeSync(fd, chunk, 0, size);
