@@ -82,16 +82,35 @@ export class StorageAccounting implements Accounting {
     return bytes;
   }
 
+  /** Deferred changes being stored by `flush` right now, per tenant. */
+  private readonly inFlight = new Map<string, number>();
+  /** This service's row per tenant as last read, kept up with what this node has stored since. */
+  private readonly ownSeen = new Map<string, { at: number; bytes: number }>();
+
   /**
-   * Throws `quota_exceeded` when `tenant` stores its quota or more: this service's row (one read by
-   * id), the other services' (read at most once per ELSEWHERE_MS) and what this node has counted
-   * and not stored yet. A tenant passes its quota by at most the writes under way at the moment.
+   * Throws `quota_exceeded` when `tenant` stores its quota or more: this service's row and the
+   * other services' (each read at most once per ELSEWHERE_MS, this node's own stored changes added
+   * as they are stored) and what this node has counted and not stored yet. A start then reads no
+   * row on the hot path; a tenant passes its quota by at most what other nodes stored within
+   * ELSEWHERE_MS, as with checked writes.
    */
   async check(tenant: Required<Tenant>): Promise<void> {
     const key = usageId(tenant);
-    const own = (await this.usage.get(tenant, key))?.bytes ?? 0;
-    const bytes = own + (await this.elsewhere(tenant)) + (this.pending.get(key)?.delta ?? 0);
+    const now = Date.now();
+    let own = this.ownSeen.get(key);
+    if (!own || now - own.at >= ELSEWHERE_MS) {
+      own = { at: now, bytes: (await this.usage.get(tenant, key))?.bytes ?? 0 };
+      if (this.ownSeen.size >= SEEN_MAX) this.ownSeen.clear();
+      this.ownSeen.set(key, own);
+    }
+    const bytes = own.bytes + (await this.elsewhere(tenant)) + (this.pending.get(key)?.delta ?? 0) + (this.inFlight.get(key) ?? 0);
     if (bytes >= this.limit) throw storageQuotaExceeded(this.limit, bytes);
+  }
+
+  /** What `check` last read of this service's row for the tenant, moved by a change this node stored. */
+  private stored(tenant: Required<Tenant>, delta: number): void {
+    const own = this.ownSeen.get(usageId(tenant));
+    if (own) own.bytes += delta;
   }
 
   /** `collection` with its writes counted, when its collection is counted; else itself. */
@@ -178,6 +197,7 @@ export class StorageAccounting implements Accounting {
     for (let tries = 0; ; tries += 1) {
       const written = await this.store.atomically([...writes, ...counters]);
       if (written) {
+        for (const { tenant, delta, grows } of byTenant.values()) if (grows > 0) this.stored(tenant, delta);
         this.defer(deferred);
         return written.slice(0, writes.length);
       }
@@ -226,18 +246,20 @@ export class StorageAccounting implements Accounting {
       this.flushing = undefined;
       const batch = [...this.pending.values()];
       this.pending.clear();
+      for (const entry of batch) this.inFlight.set(usageId(entry.tenant), entry.delta);
       const failed = (
         await Promise.all(
           batch.map((entry) =>
             entry.delta === 0
               ? null
               : this.usage.increment(usageDoc(entry.tenant), { bytes: entry.delta }).then(
-                  () => null,
+                  () => (this.stored(entry.tenant, entry.delta), null),
                   () => entry,
                 ),
           ),
         )
       ).filter((e) => e !== null);
+      this.inFlight.clear();
       if (failed.length > 0) this.defer(failed);
     });
     return this.flushed;
