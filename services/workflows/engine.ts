@@ -12,6 +12,7 @@ import { fail } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
 import type { WorkflowDoc } from "./workflows.logic";
+import type { Registration } from "./wait-records";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -40,6 +41,11 @@ export interface EngineOptions extends OutboxTarget {
   maxActive: number;
   /** What one organization and one environment may hold of them (default: tenant-slots.ts `sharesOf`). */
   shares?: Shares;
+  /**
+   * Stores the registrations of a run about to wait for an event or arm its cancel_on
+   * (waits.mixin.ts); answers null, or why they are refused (a limit, named). Absent: refused.
+   */
+  register?: (run: RunDoc, registrations: Registration[]) => Promise<string | null>;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
 }
@@ -330,6 +336,10 @@ export class RunEngine {
         const { output, error, ...facts } = await this.http.attempt(run, move.request);
         const result = { ...facts, output: redactAnswer(output, secrets), error: error === null ? null : redact(error, secrets) };
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
+      } else if (move.kind === "register") {
+        // Registered before the write that shows the run waiting: an event stored after that finds it.
+        const refused = this.o.register ? await this.o.register(run, move.registrations) : "this engine takes no waits";
+        run = await this.save(run, refused === null ? move.write : fail(run, refused, this.clock(), {}, "limit_exceeded"));
       } else {
         run = await this.save(run, move.write);
       }

@@ -1,4 +1,4 @@
-import type { Run, Step } from "../../shared/api/wire";
+import type { CancelOn, Run, Step } from "../../shared/api/wire";
 
 export interface OutboxEvent {
   id: string;
@@ -31,6 +31,9 @@ export interface RunDoc extends Omit<Run, "object"> {
   chain_depth?: number;
   /** Internal, event-started runs: the root event of their chain, whose run budget they count against. */
   chain_root?: string;
+  /** Internal: its workflow's cancel_on when it started, and whether it is registered (wait-moves.logic.ts). */
+  cancel_on?: CancelOn[];
+  cancel_armed?: boolean;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

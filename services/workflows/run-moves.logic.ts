@@ -4,7 +4,8 @@ import type { OutboxEvent, RunDoc } from "./run-doc";
 import { isParked, iso, keep, PARKED, storedAfter, TERMINAL, written, type Clock, type RunWrite } from "./run-write.logic";
 import { fail, finish } from "./runs.logic";
 import { start, type Move } from "./step-kinds.logic";
-import type { ApprovalStep } from "./workflows.logic";
+import type { ApprovalStep, WaitForEventStep } from "./workflows.logic";
+import { cancelArming } from "./wait-moves.logic";
 
 /**
  * What the engine (engine.ts) does with a run it holds: claim it, take its next move, publish its
@@ -38,6 +39,8 @@ export function nextMove(run: RunDoc, c: Clock, secrets: Record<string, string> 
   if (run.outbox.length > 0) return { kind: "publish" };
   const late = timedOut(run, c);
   if (late) return { kind: "write", write: late };
+  const arming = cancelArming(run, c);
+  if (arming) return arming;
   if (isParked(run)) return { kind: "write", write: written(run, {}, PARKED, c.now, true) };
   try {
     return start(run, c, secrets);
@@ -61,8 +64,9 @@ function timedOut(run: RunDoc, c: Clock): RunWrite | null {
   }
   const state = run.steps[run.cursor];
   if (state?.status === "waiting" && state.timeout_at && Date.parse(state.timeout_at) <= c.now) {
-    const step = run.definition[run.cursor] as ApprovalStep;
-    const write = fail(run, `no decision within the step's timeout_ms (${step.timeout_ms ?? "?"} ms)`, c, {}, "timed_out");
+    const step = run.definition[run.cursor] as ApprovalStep | WaitForEventStep;
+    const what = step.type === "wait_for_event" ? `no ${step.event_type} event matched` : "no decision";
+    const write = fail(run, `${what} within the step's timeout_ms (${step.timeout_ms ?? "?"} ms)`, c, {}, "timed_out");
     return { ...write, set: { ...write.set, pending_approval: null } };
   }
   return null;

@@ -21,6 +21,8 @@ export const runView = ({
   traceparent: _tp,
   deadline_at: _dl,
   timeout_ms: _tm,
+  cancel_on: _co,
+  cancel_armed: _ca,
   ...view
 }: RunDoc): RunView => ({
   object: "run",

@@ -66,7 +66,7 @@ export function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: 
   };
 }
 
-/** The earliest time limit of a run that has not ended: its deadline, its waiting approval's timeout; null when none. */
+/** The earliest time limit of a run that has not ended: its deadline, its waiting step's timeout; null when none. */
 function limitOf(run: RunDoc): number | null {
   if (TERMINAL.has(run.status)) return null;
   const waiting = run.steps[run.cursor];
@@ -95,7 +95,8 @@ export function put(run: RunDoc, patch: Partial<RunStep>): RunStep[] {
   return steps;
 }
 
-/** Ended, or waiting for a person: nothing left for the engine but the outbox. */
+/** Ended, or waiting for a person or an event: nothing left for the engine but the outbox (and a time limit). */
 export function isParked(run: RunDoc): boolean {
-  return TERMINAL.has(run.status) || (run.definition[run.cursor]?.type === "approval" && run.steps[run.cursor]?.status === "waiting");
+  const type = run.definition[run.cursor]?.type;
+  return TERMINAL.has(run.status) || ((type === "approval" || type === "wait_for_event") && run.steps[run.cursor]?.status === "waiting");
 }

@@ -72,6 +72,7 @@ export function newRun(
     ...(chainDepth > 0 && { chain_depth: chainDepth }),
     ...(chainRoot !== undefined && { chain_root: chainRoot }),
     ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
+    ...(workflow.cancel_on && workflow.cancel_on.length > 0 && { cancel_on: workflow.cancel_on }),
   };
 }
 

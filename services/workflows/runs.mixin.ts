@@ -27,6 +27,7 @@ import { updateOf, type RunWrite } from "./run-write.logic";
 import { newRun } from "./runs.logic";
 import type { WorkflowDoc } from "./workflows.logic";
 import type { SecretsMethods } from "./secrets.mixin";
+import type { WaitsMethods } from "./waits.mixin";
 import type { WorkflowsStoreVars } from "./workflows.store";
 import {
   decideParams,
@@ -59,7 +60,7 @@ export interface RunsVars extends WorkflowsStoreVars {
   metrics: Metrics;
   gauges: NodeJS.Timeout | undefined;
 }
-export interface RunsMethods extends SecretsMethods, RunStartsMethods {
+export interface RunsMethods extends SecretsMethods, RunStartsMethods, WaitsMethods {
   ownRun(tenant: Required<Tenant>, params: RunParams): Promise<RunDoc>;
   /** Cancel, approve or reject: a compare-and-set on the run's revision, re-read while the engine moves it. */
   decide(tenant: Required<Tenant>, params: RunParams, transition: (run: RunDoc, now: number) => RunWrite): Promise<RunView>;
@@ -276,6 +277,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       );
       // Budgets past their time go too (not counted: the answer is runs).
       await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
+      await prune({ collection: this.waits, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
+      await prune({ collection: this.shapes, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
       return runs;
     },
   },
@@ -288,6 +291,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       runs: this.runs,
       workflows: this.workflows,
       secretValues: (tenant, names) => this.secretValues(tenant, names),
+      register: (run, registrations) => this.registerWaits(run, registrations),
       broker: this.broker,
       logger: this.logger,
       allowPrivate: settings.webhookAllowPrivateTargets,

@@ -177,7 +177,11 @@ export const TriggersMixin: Partial<ServiceSchema<PlatformSettings, TriggersMeth
     this.consumer = new EventConsumer(
       this.events,
       "untriggered_since",
-      (tenant, events) => this.trigger(tenant, events),
+      // The runs the events start, and the waiting runs they resume or cancel (waits.mixin.ts).
+      async (tenant, events) => {
+        const [started, resolved] = await Promise.all([this.trigger(tenant, events), this.resolveWaits(tenant, events)]);
+        return new Set([...started, ...resolved]);
+      },
       this.logger,
       unmarkThrough(this.broker),
     );

@@ -5,6 +5,7 @@ import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
 import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
+import { checkWaitStep } from "./waits.logic";
 import {
   HTTP_METHODS,
   type Actor,
@@ -21,7 +22,7 @@ import {
  * that a run never meets a step it cannot execute. Every error names the step and the field.
  */
 export const MAX_STEPS = 50;
-export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set"] as const;
+export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event"] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
@@ -41,6 +42,7 @@ export {
   type Step,
   type StopStep,
   type Trigger,
+  type WaitForEventStep,
 } from "../../shared/api/wire";
 
 /** A workflow as stored: what the API shows (shared/api/wire.ts), its organization and the secrets that sign its http steps. */
@@ -90,6 +92,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   trigger: doc.trigger,
   steps: doc.steps,
   timeout_ms: doc.timeout_ms ?? null,
+  ...(doc.cancel_on && { cancel_on: doc.cancel_on }),
   created_at: doc.updated_at,
   created_by: by,
 });
@@ -159,11 +162,12 @@ const FIELDS: Record<StepType, readonly string[]> = {
   emit: ["event_type", "data"],
   stop: ["status", "message"],
   set: ["output"],
+  wait_for_event: ["event_type", "match", "filter", "timeout_ms"],
 };
 /** Fields every step may have (docs/workflows/language.md). */
 const COMMON = ["if", "on_error"] as const;
 /** Steps whose failure `on_error: continue` can pass over (a stop step's failure is the point). */
-const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay"]);
+const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay", "wait_for_event"]);
 
 function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
@@ -209,7 +213,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
       );
     }
     const faultAt: Fault = (field, message) => fault.error(field, message);
-    for (const field of FIELDS[type]) checkTemplates(faultAt, field, item[field], earlier, type);
+    // A wait's match holds templates, its filter is CEL over the event: waits.logic.ts checks both.
+    if (type !== "wait_for_event") for (const field of FIELDS[type]) checkTemplates(faultAt, field, item[field], earlier, type);
     const common: StepCommon = {};
     if (item.if !== undefined) common.if = checkCondition(faultAt, "if", item.if, "step", earlier);
     if (item.on_error !== undefined) {
@@ -218,7 +223,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
       if (!CAN_FAIL.has(type)) throw fault.error("on_error", `a ${type} step takes no on_error`);
       common.on_error = item.on_error;
     }
-    steps.push({ ...(await checkStep(fault, id, type, item, rules)), ...common });
+    const step = type === "wait_for_event" ? checkWaitStep(faultAt, id, item, earlier) : await checkStep(fault, id, type, item, rules);
+    steps.push({ ...step, ...common });
     earlier.add(id);
   }
   return steps;
@@ -229,7 +235,13 @@ function retryOf(fault: StepFault, item: Record<string, unknown>) {
   return checkRetry(item.retry, (field, message) => fault.error(field, message));
 }
 
-async function checkStep(fault: StepFault, id: string, type: StepType, item: Record<string, unknown>, rules: TargetRules): Promise<Step> {
+async function checkStep(
+  fault: StepFault,
+  id: string,
+  type: Exclude<StepType, "wait_for_event">,
+  item: Record<string, unknown>,
+  rules: TargetRules,
+): Promise<Step> {
   switch (type) {
     case "http": {
       const method = item.method ?? "POST";

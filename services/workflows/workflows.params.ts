@@ -13,7 +13,9 @@ export const RUN_TIMEOUT_MAX_MS = 30 * 24 * 60 * 60 * 1000;
 /** null or absent: runs have no time limit. */
 const timeout_ms = { type: "number", integer: true, min: 1, max: RUN_TIMEOUT_MAX_MS, optional: true, nullable: true } as const;
 
-export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms } as const;
+/** Checked in the logic (waits.logic.ts), to name the entry and field at fault; null or absent: none. */
+const cancel_on = { type: "any", optional: true } as const;
+export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms, cancel_on } as const;
 export interface CreateParams {
   name: string;
   description?: string | null;
@@ -21,6 +23,7 @@ export interface CreateParams {
   trigger: unknown;
   steps: unknown;
   timeout_ms?: number | null;
+  cancel_on?: unknown;
 }
 
 export const listParams = {
@@ -43,6 +46,7 @@ export const updateParams = {
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
   timeout_ms,
+  cancel_on,
 } as const;
 export interface UpdateParams {
   id: string;
@@ -52,6 +56,7 @@ export interface UpdateParams {
   trigger?: unknown;
   steps?: unknown;
   timeout_ms?: number | null;
+  cancel_on?: unknown;
 }
 
 export { idParams, type IdParams } from "../../shared/api/pagination";

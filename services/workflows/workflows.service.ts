@@ -13,6 +13,8 @@ import { RunStartsMixin } from "./run-starts.mixin";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
+import { checkCancelOn } from "./waits.logic";
+import { WaitsMixin } from "./waits.mixin";
 import { STORE } from "./workflows.store";
 import {
   checkSteps,
@@ -55,6 +57,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
   name: "workflows",
   mixins: [
     SecretsMixin as Partial<ServiceSchema>,
+    WaitsMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
     RunStartsMixin as Partial<ServiceSchema>,
     RunsMixin as Partial<ServiceSchema>,
@@ -69,6 +72,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const tenant = tenantOf(ctx);
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
+        const cancelOn = checkCancelOn(ctx.params.cancel_on);
         const quota = {
           counters: this.quota,
           tenant,
@@ -88,6 +92,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           trigger,
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
+          ...(cancelOn && { cancel_on: cancelOn }),
           version: 1,
           created_at: at,
           updated_at: at,
@@ -110,6 +115,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
       async handler(ctx: Ctx<CreateParams>): Promise<WorkflowDefinition> {
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenantOf(ctx));
+        const cancelOn = checkCancelOn(ctx.params.cancel_on);
         return {
           object: "workflow_definition",
           name: ctx.params.name,
@@ -118,6 +124,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           trigger,
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
+          ...(cancelOn && { cancel_on: cancelOn }),
         };
       },
     },
@@ -162,6 +169,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (trigger !== undefined) set.trigger = checkTrigger(trigger);
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
+        if (ctx.params.cancel_on !== undefined) set.cancel_on = checkCancelOn(ctx.params.cancel_on) ?? [];
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([
           {

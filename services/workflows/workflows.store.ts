@@ -6,6 +6,7 @@ import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./run-doc";
 import type { SecretDoc } from "./secrets.logic";
+import { WAIT_SHAPES, WAITS } from "./wait-records";
 import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
 
 /**
@@ -67,6 +68,9 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, name: 1 }, unique: true },
       { fields: { org_id: 1, environment: 1, id: -1 } },
     ]),
+    // Runs waiting for an event or cancelled by one, by key, and the sets of paths their keys use (waits.logic.ts).
+    waits: WAITS,
+    shapes: WAIT_SHAPES,
     // The workflows of each environment, counted with each creation and deletion (quotas.ts).
     quota: quotaCounters("workflow_quota"),
   },

@@ -12,7 +12,7 @@ import { ANALYTICS_RESOURCES } from "./schemas/analytics";
 import { anyObject, COMMON_RESOURCES, date, instant, type JsonSchema, ref, time, withSecret } from "./schemas/common";
 import { CUSTOM_EVENT_TYPE, EVENT_RESOURCES, EVENT_TYPE } from "./schemas/events";
 import { AUDIT_RESOURCES, ORG_RESOURCES } from "./schemas/orgs";
-import { STEP_RESOURCES, steps } from "./schemas/steps";
+import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
 import { RECOVERY_RESOURCES, subscription, WEBHOOK_RESOURCES, webhookUrl } from "./schemas/webhooks";
 import { SECRET_RESOURCES, TRIGGER_RESOURCES, WORKFLOW_RESOURCES } from "./schemas/workflows";
 
@@ -76,9 +76,9 @@ RESOURCES.WebhookWithSecret = withSecret(
  * by action and field: they replace what the params' schema says of that field in the document.
  */
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
-  "workflows.create": { trigger: ref("Trigger"), steps },
-  "workflows.validate": { trigger: ref("Trigger"), steps },
-  "workflows.update": { trigger: ref("Trigger"), steps },
+  "workflows.create": { trigger: ref("Trigger"), steps, cancel_on: cancelOn },
+  "workflows.validate": { trigger: ref("Trigger"), steps, cancel_on: cancelOn },
+  "workflows.update": { trigger: ref("Trigger"), steps, cancel_on: { ...cancelOn, type: ["array", "null"] } },
   "keys.create": {
     scopes: { type: "array", minItems: 1, maxItems: SCOPE_NAMES.length, items: ref("Scope"), description: "Scopes your own key holds" },
     expires_at: { ...time, maxLength: 40, description: "In the future, and no later than the calling key's own expiry" },

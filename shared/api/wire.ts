@@ -316,7 +316,26 @@ export interface SetStep extends StepCommon {
   type: "set";
   output: unknown;
 }
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep;
+/**
+ * Waits for an event of `event_type` whose paths equal `match` (templates filled when the wait
+ * begins) and that `filter` (CEL over `event`) lets through; its output is the event. No such event
+ * within `timeout_ms`: the step fails with `timed_out`.
+ */
+export interface WaitForEventStep extends StepCommon {
+  id: string;
+  type: "wait_for_event";
+  event_type: string;
+  match: Record<string, unknown>;
+  filter?: string;
+  timeout_ms: number;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep;
+
+/** A workflow's `cancel_on` entry: an event of `event_type` whose paths equal `match` (templates over the run's input) cancels the run. */
+export interface CancelOn {
+  event_type: string;
+  match: Record<string, unknown>;
+}
 
 export interface Workflow {
   object: "workflow";
@@ -329,6 +348,8 @@ export interface Workflow {
   steps: Step[];
   /** The most a run may take, in ms; a run over it fails with `run_timed_out`. Null: no limit. */
   timeout_ms?: number | null;
+  /** Events that cancel a run not yet ended (absent: none). */
+  cancel_on?: CancelOn[];
   version: number;
   created_at: string;
   updated_at: string;
@@ -337,7 +358,7 @@ export interface Workflow {
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
 export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
   Workflow,
-  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms"
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on"
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
@@ -389,7 +410,9 @@ export interface RunStep {
   message?: string | null;
   /** Approval steps, once decided. */
   decision?: ApprovalDecision | null;
-  /** Approval steps with a timeout_ms, while they wait: when they time out. */
+  /** wait_for_event steps, once reached: the event they wait for, its match with the templates filled. */
+  waiting_for?: { event_type: string; match: Record<string, unknown> } | null;
+  /** Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out. */
   timeout_at?: string | null;
   /** http steps: the newest attempts (at most 10), each with why it failed. */
   attempts?: StepAttempt[];
@@ -433,8 +456,10 @@ export interface Run {
   pending_approval: PendingApproval | null;
   /** Who cancelled the run (POST …/cancel, or deleting its workflow), once cancelled through the API. */
   cancelled_by?: Actor | null;
-  /** Why it was cancelled: `requested` (POST …/cancel) or `workflow_deleted`. */
-  cancel_reason?: "requested" | "workflow_deleted" | null;
+  /** Why it was cancelled: `requested` (POST …/cancel), `workflow_deleted`, or `cancel_on` (an event of the workflow's cancel_on). */
+  cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | null;
+  /** Cancelled by `cancel_on`: the event that matched. */
+  cancel_event_id?: string | null;
   /** The message of the stop step that ended the run, or null. */
   stop_message?: string | null;
   created_at: string;
@@ -453,6 +478,7 @@ export interface WorkflowVersion {
   trigger: Trigger;
   steps: Step[];
   timeout_ms?: number | null;
+  cancel_on?: CancelOn[];
   created_at: string;
   created_by: Actor | null;
 }

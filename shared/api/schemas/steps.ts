@@ -1,7 +1,7 @@
 /** Workflow steps: as the API shows them, and as a client writes them (the request-side components). */
 import { HTTP_METHODS } from "../wire";
 import { anyObject, type JsonSchema, object, ref } from "./common";
-import { CUSTOM_EVENT_TYPE, EVENT_TYPE } from "./events";
+import { CUSTOM_EVENT_TYPE, EVENT_TYPE, SUBSCRIBABLE_EVENT_TYPE } from "./events";
 
 /** What every step may say besides its own fields (docs/workflows/language.md). */
 const STEP_COMMON: Record<string, JsonSchema> = {
@@ -45,6 +45,17 @@ const httpStep = object(
   ["retry", ...COMMON_KEYS],
 );
 
+/** A wait's or a cancel_on's match: event paths (`data.…`) and the values they must equal (waits.logic.ts). */
+const MATCH: JsonSchema = {
+  type: "object",
+  maxProperties: 5,
+  propertyNames: { pattern: "^data(\\.[A-Za-z0-9_-]+)+$", maxLength: 200 },
+  additionalProperties: { type: ["string", "number", "boolean"], maxLength: 256 },
+  description:
+    "Event paths and the values they must equal: a string (templates allowed, at most 256 characters once filled), a number or a boolean; at most 5",
+  examples: [{ "data.order_id": "{{ input.order_id }}" }],
+};
+
 /** Steps as the API shows them, discriminated by `type`. */
 export const STEP_RESOURCES: Record<string, JsonSchema> = {
   HttpStep: httpStep,
@@ -81,8 +92,29 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
     ["if"],
   ),
   SetStep: object("SetStep", { id: { type: "string" }, type: { const: "set" }, output: {}, ...STEP_COMMON }, COMMON_KEYS),
+  WaitForEventStep: object(
+    "WaitForEventStep",
+    {
+      id: { type: "string" },
+      type: { const: "wait_for_event" },
+      event_type: EVENT_TYPE,
+      match: MATCH,
+      filter: { type: "string" },
+      timeout_ms: { type: "integer" },
+      ...STEP_COMMON,
+    },
+    ["filter", ...COMMON_KEYS],
+  ),
   Step: {
-    oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep"), ref("StopStep"), ref("SetStep")],
+    oneOf: [
+      ref("HttpStep"),
+      ref("DelayStep"),
+      ref("ApprovalStep"),
+      ref("EmitStep"),
+      ref("StopStep"),
+      ref("SetStep"),
+      ref("WaitForEventStep"),
+    ],
     discriminator: {
       propertyName: "type",
       mapping: {
@@ -92,6 +124,7 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
         emit: "#/components/schemas/EmitStep",
         stop: "#/components/schemas/StopStep",
         set: "#/components/schemas/SetStep",
+        wait_for_event: "#/components/schemas/WaitForEventStep",
       },
     },
   },
@@ -183,6 +216,29 @@ const stepInputs: Record<string, JsonSchema> = {
     },
     ["id", ...COMMON_KEYS],
   ),
+  WaitForEventStepInput: object(
+    "WaitForEventStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "wait_for_event" },
+      event_type: SUBSCRIBABLE_EVENT_TYPE,
+      match: { ...MATCH, default: {} },
+      filter: {
+        type: "string",
+        maxLength: 2004,
+        description: "A CEL condition over `event` (braces optional): only events it passes count",
+      },
+      timeout_ms: {
+        type: "integer",
+        minimum: 1,
+        maximum: 30 * 24 * 60 * 60 * 1000,
+        default: 30 * 24 * 60 * 60 * 1000,
+        description: "No matching event within this: the step fails with timed_out",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "match", "filter", "timeout_ms", ...COMMON_KEYS],
+  ),
 };
 
 /** Request-side components: the step inputs, discriminated by `type`. */
@@ -193,10 +249,24 @@ export const REQUEST_COMPONENTS: Record<string, JsonSchema> = {
     discriminator: {
       propertyName: "type",
       mapping: Object.fromEntries(
-        Object.keys(stepInputs).map((name) => [name.replace("StepInput", "").toLowerCase(), `#/components/schemas/${name}`]),
+        Object.keys(stepInputs).map((name) => [
+          name
+            .replace("StepInput", "")
+            .replace(/(?<=[a-z])(?=[A-Z])/g, "_")
+            .toLowerCase(),
+          `#/components/schemas/${name}`,
+        ]),
       ),
     },
   },
+};
+
+/** A workflow's cancel_on, as written and as shown. */
+export const cancelOn: JsonSchema = {
+  type: "array",
+  maxItems: 5,
+  items: object("CancelOn", { event_type: SUBSCRIBABLE_EVENT_TYPE, match: MATCH }, ["match"]),
+  description: "Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input)",
 };
 
 export const steps = { type: "array", minItems: 1, maxItems: 50, items: ref("StepInput"), description: "At most 256 KiB as JSON in all" };

@@ -1,5 +1,6 @@
 /** Workflows: triggers, secrets, definitions, versions, runs and their steps. */
 import { RUN_STATUSES } from "../wire";
+import { cancelOn } from "./steps";
 import { anyObject, environment, idOf, type JsonSchema, nullable, object, objectTag, ref, refOrNull, time } from "./common";
 import { EVENT_TYPE, EVENT_TYPE_PATTERN, SUBSCRIBABLE_EVENT_TYPE } from "./events";
 
@@ -64,17 +65,18 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         type: ["integer", "null"],
         description: "The most a run may take; a run over it fails with run_timed_out. Null: no limit",
       },
+      cancel_on: cancelOn,
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
     },
-    ["timeout_ms"],
+    ["timeout_ms", "cancel_on"],
   ),
   RunStep: object(
     "RunStep",
     {
       id: { type: "string" },
-      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set"] },
+      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event"] },
       status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
       output: {},
       error: { type: ["string", "null"] },
@@ -83,7 +85,14 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       finished_at: nullable(time),
       message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
       decision: { ...refOrNull("ApprovalDecision"), description: "Approval steps, once decided" },
-      timeout_at: { ...nullable(time), description: "Approval steps with a timeout_ms, while they wait: when they time out" },
+      waiting_for: {
+        oneOf: [object("WaitingFor", { event_type: EVENT_TYPE, match: anyObject }), { type: "null" }],
+        description: "wait_for_event steps, once reached: the event they wait for, its match with the templates filled",
+      },
+      timeout_at: {
+        ...nullable(time),
+        description: "Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out",
+      },
       attempts: {
         type: "array",
         maxItems: 10,
@@ -105,7 +114,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`)",
       },
     },
-    ["message", "decision", "timeout_at", "attempts", "error_code"],
+    ["message", "decision", "waiting_for", "timeout_at", "attempts", "error_code"],
   ),
   ApprovalDecision: object("ApprovalDecision", {
     decision: { type: "string", enum: ["approved", "rejected"] },
@@ -140,23 +149,29 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "While the run waits for a person: what it asks; null otherwise",
       },
       cancelled_by: { ...refOrNull("Actor"), description: "Who cancelled it through the API" },
-      cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", null] },
+      cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", "cancel_on", null] },
+      cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
       stop_message: { type: ["string", "null"], description: "The message of the stop step that ended the run, or null" },
       created_at: time,
       updated_at: time,
       finished_at: nullable(time),
     },
-    ["cancelled_by", "cancel_reason"],
+    ["cancelled_by", "cancel_reason", "cancel_event_id"],
   ),
-  WorkflowDefinition: object("WorkflowDefinition", {
-    object: objectTag("workflow_definition"),
-    name: { type: "string" },
-    description: { type: ["string", "null"] },
-    status: { type: "string", enum: ["active", "inactive"] },
-    trigger: ref("Trigger"),
-    steps: { type: "array", items: ref("Step") },
-    timeout_ms: { type: ["integer", "null"] },
-  }),
+  WorkflowDefinition: object(
+    "WorkflowDefinition",
+    {
+      object: objectTag("workflow_definition"),
+      name: { type: "string" },
+      description: { type: ["string", "null"] },
+      status: { type: "string", enum: ["active", "inactive"] },
+      trigger: ref("Trigger"),
+      steps: { type: "array", items: ref("Step") },
+      timeout_ms: { type: ["integer", "null"] },
+      cancel_on: cancelOn,
+    },
+    ["cancel_on"],
+  ),
   WorkflowVersion: object(
     "WorkflowVersion",
     {
@@ -169,9 +184,10 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       trigger: ref("Trigger"),
       steps: { type: "array", items: ref("Step") },
       timeout_ms: { type: ["integer", "null"] },
+      cancel_on: cancelOn,
       created_at: time,
       created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
     },
-    ["timeout_ms"],
+    ["timeout_ms", "cancel_on"],
   ),
 };
