@@ -1422,13 +1422,70 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /** WaitForEventStep */
+    WaitForEventStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "wait_for_event";
+      /** @example order.created */
+      event_type: string;
+      /**
+       * @description Event paths and the values they must equal: a string (templates allowed, at most 256 characters once filled), a number or a boolean; at most 5
+       * @example {
+       *       "data.order_id": "{{ input.order_id }}"
+       *     }
+       */
+      match: {
+        [key: string]: string | number | boolean;
+      };
+      filter?: string;
+      timeout_ms: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
+    /** CancelOn */
+    CancelOn: {
+      event_type:
+        | string
+        | (
+            | "workflow.completed"
+            | "approval.requested"
+            | "api_key.created"
+            | "api_key.revoked"
+            | "webhook.disabled"
+            | "workflow.chain_limited"
+            | "approval.decided"
+            | "workflow.deleted"
+            | "webhook.deleted"
+            | "member.role_changed"
+          );
+      /**
+       * @description Event paths and the values they must equal: a string (templates allowed, at most 256 characters once filled), a number or a boolean; at most 5
+       * @example {
+       *       "data.order_id": "{{ input.order_id }}"
+       *     }
+       */
+      match?: {
+        [key: string]: string | number | boolean;
+      };
+    };
     Step:
       | components["schemas"]["HttpStep"]
       | components["schemas"]["DelayStep"]
       | components["schemas"]["ApprovalStep"]
       | components["schemas"]["EmitStep"]
       | components["schemas"]["StopStep"]
-      | components["schemas"]["SetStep"];
+      | components["schemas"]["SetStep"]
+      | components["schemas"]["WaitForEventStep"];
     /**
      * Recovery
      * @description A background job redelivering a webhook's failed deliveries created in [since, until)
@@ -1560,6 +1617,8 @@ export interface components {
       steps: components["schemas"]["Step"][];
       /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
       timeout_ms?: number | null;
+      /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+      cancel_on?: components["schemas"]["CancelOn"][];
       version: number;
       /**
        * Format: date-time
@@ -1576,7 +1635,7 @@ export interface components {
     RunStep: {
       id: string;
       /** @enum {string} */
-      type: "http" | "delay" | "approval" | "emit" | "stop" | "set";
+      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "wait_for_event";
       /** @enum {string} */
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
@@ -1597,9 +1656,17 @@ export interface components {
       message?: string | null;
       /** @description Approval steps, once decided */
       decision?: components["schemas"]["ApprovalDecision"] | null;
+      /** @description wait_for_event steps, once reached: the event they wait for, its match with the templates filled */
+      waiting_for?: {
+        /** @example order.created */
+        event_type: string;
+        match: {
+          [key: string]: unknown;
+        };
+      } | null;
       /**
        * Format: date-time
-       * @description Approval steps with a timeout_ms, while they wait: when they time out
+       * @description Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out
        * @example 2026-11-23T10:00:00.000Z
        */
       timeout_at?: string | null;
@@ -1619,7 +1686,7 @@ export interface components {
         status_code?: number;
         error: string | null;
       }[];
-      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`) */
+      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_exceeded`) */
       error_code?: string | null;
     };
     /** ApprovalDecision */
@@ -1684,7 +1751,12 @@ export interface components {
       /** @description Who cancelled it through the API */
       cancelled_by?: components["schemas"]["Actor"] | null;
       /** @enum {string|null} */
-      cancel_reason?: "requested" | "workflow_deleted" | null;
+      cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | null;
+      /**
+       * @description Cancelled by the workflow's cancel_on: the event that matched
+       * @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y
+       */
+      cancel_event_id?: string | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
       /**
@@ -1714,6 +1786,8 @@ export interface components {
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
       timeout_ms: number | null;
+      /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+      cancel_on?: components["schemas"]["CancelOn"][];
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -1729,6 +1803,8 @@ export interface components {
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
       timeout_ms?: number | null;
+      /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+      cancel_on?: components["schemas"]["CancelOn"][];
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1872,6 +1948,8 @@ export interface components {
       steps: components["schemas"]["Step"][];
       /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
       timeout_ms?: number | null;
+      /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+      cancel_on?: components["schemas"]["CancelOn"][];
       version: number;
       /**
        * Format: date-time
@@ -2153,13 +2231,63 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /** WaitForEventStepInput */
+    WaitForEventStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "wait_for_event";
+      event_type:
+        | string
+        | (
+            | "workflow.completed"
+            | "approval.requested"
+            | "api_key.created"
+            | "api_key.revoked"
+            | "webhook.disabled"
+            | "workflow.chain_limited"
+            | "approval.decided"
+            | "workflow.deleted"
+            | "webhook.deleted"
+            | "member.role_changed"
+          );
+      /**
+       * @description Event paths and the values they must equal: a string (templates allowed, at most 256 characters once filled), a number or a boolean; at most 5
+       * @default {}
+       * @example {
+       *       "data.order_id": "{{ input.order_id }}"
+       *     }
+       */
+      match?: {
+        [key: string]: string | number | boolean;
+      };
+      /** @description A CEL condition over `event` (braces optional): only events it passes count */
+      filter?: string;
+      /**
+       * @description No matching event within this: the step fails with timed_out
+       * @default 2592000000
+       */
+      timeout_ms?: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     StepInput:
       | components["schemas"]["HttpStepInput"]
       | components["schemas"]["DelayStepInput"]
       | components["schemas"]["ApprovalStepInput"]
       | components["schemas"]["EmitStepInput"]
       | components["schemas"]["StopStepInput"]
-      | components["schemas"]["SetStepInput"];
+      | components["schemas"]["SetStepInput"]
+      | components["schemas"]["WaitForEventStepInput"];
     Error: {
       error: {
         /** @enum {string} */
@@ -3892,6 +4020,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+          cancel_on?: components["schemas"]["CancelOn"][];
         };
       };
     };
@@ -3999,6 +4129,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+          cancel_on?: components["schemas"]["CancelOn"][];
         };
       };
     };
@@ -4240,6 +4372,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps?: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
+          cancel_on?: components["schemas"]["CancelOn"][] | null;
         };
       };
     };
@@ -4463,6 +4597,7 @@ export interface operations {
            *             "message": "x",
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
+           *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
@@ -4569,6 +4704,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -4658,6 +4794,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -4749,6 +4886,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -4849,6 +4987,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -4949,6 +5088,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -5042,6 +5182,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -5135,6 +5276,7 @@ export interface operations {
            *           "message": "x",
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
@@ -5317,6 +5459,7 @@ export interface operations {
            *             "message": "x",
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
+           *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",

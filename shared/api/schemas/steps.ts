@@ -105,6 +105,7 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
     },
     ["filter", ...COMMON_KEYS],
   ),
+  CancelOn: object("CancelOn", { event_type: SUBSCRIBABLE_EVENT_TYPE, match: MATCH }, ["match"]),
   Step: {
     oneOf: [
       ref("HttpStep"),
@@ -265,7 +266,7 @@ export const REQUEST_COMPONENTS: Record<string, JsonSchema> = {
 export const cancelOn: JsonSchema = {
   type: "array",
   maxItems: 5,
-  items: object("CancelOn", { event_type: SUBSCRIBABLE_EVENT_TYPE, match: MATCH }, ["match"]),
+  items: ref("CancelOn"),
   description: "Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input)",
 };
 

@@ -111,7 +111,8 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       },
       error_code: {
         type: ["string", "null"],
-        description: "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`)",
+        description:
+          "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_exceeded`)",
       },
     },
     ["message", "decision", "waiting_for", "timeout_at", "attempts", "error_code"],
