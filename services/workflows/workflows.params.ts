@@ -46,7 +46,8 @@ export const updateParams = {
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
   timeout_ms,
-  cancel_on,
+  // null removes it.
+  cancel_on: { ...cancel_on, nullable: true },
 } as const;
 export interface UpdateParams {
   id: string;
