@@ -13,6 +13,7 @@ import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
 import type { WorkflowDoc } from "./workflows.logic";
 import type { Registration } from "./wait-records";
+import { refused } from "./wait-moves.logic";
 
 /** Broker event: a run is due now (started, approved, cancelled); one workflows node takes it. */
 export const RUN_DUE = "workflow_run.due";
@@ -338,8 +339,8 @@ export class RunEngine {
         run = await this.save(run, attempted(run, result, this.clock(), this.o.retryBaseMs));
       } else if (move.kind === "register") {
         // Registered before the write that shows the run waiting: an event stored after that finds it.
-        const refused = this.o.register ? await this.o.register(run, move.registrations) : "this engine takes no waits";
-        run = await this.save(run, refused === null ? move.write : fail(run, refused, this.clock(), {}, "limit_exceeded"));
+        const why = this.o.register ? await this.o.register(run, move.registrations) : "this engine takes no waits";
+        run = await this.save(run, why === null ? move.write : refused(run, move, why, this.clock()));
       } else {
         run = await this.save(run, move.write);
       }

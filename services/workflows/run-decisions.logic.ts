@@ -95,6 +95,7 @@ export function retry(run: RunDoc, now: number): RunWrite {
     started_at: null,
     finished_at: null,
     timeout_at: null,
+    waiting_for: null,
   };
   const steps = run.steps.map((s, i) => (i === at || (i > at && s.status === "skipped") ? { ...s, ...fresh } : s));
   return written(

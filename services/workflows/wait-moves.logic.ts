@@ -3,7 +3,7 @@ import type { WaitForEventStep } from "../../shared/api/wire";
 import { boundedOutput, outputsBytes } from "./outputs";
 import type { RunDoc } from "./run-doc";
 import { iso, keep, put, PARKED, TERMINAL, written, type Clock, type RunWrite } from "./run-write.logic";
-import { finish } from "./runs.logic";
+import { fail, finish } from "./runs.logic";
 import { scopeOf } from "./templates";
 import { eventView } from "./trigger-match";
 import type { Registration, WaitDoc } from "./wait-records";
@@ -93,15 +93,29 @@ export function cancelArming(run: RunDoc, c: Clock): Registering | null {
   };
 }
 
-/** Whether `wait` still stands for `run`: the run waits at that step, in that attempt. */
-export function stillWaits(run: RunDoc, wait: WaitDoc): boolean {
-  return (
-    run.status === "waiting" &&
+/**
+ * Where `run` stands for its registration `wait`: it `waits` at that step, in that attempt; it is
+ * `arming` (the registration is stored, the write that parks the run not yet: an event must come
+ * back once it is); or it is `gone` past it.
+ */
+export function waitState(run: RunDoc, wait: WaitDoc): "waits" | "arming" | "gone" {
+  const here =
+    !TERMINAL.has(run.status) &&
     run.cursor === wait.step &&
     (run.attempt ?? 1) === wait.attempt &&
-    run.steps[run.cursor]?.status === "waiting" &&
-    run.definition[run.cursor]?.type === "wait_for_event"
-  );
+    run.definition[run.cursor]?.type === "wait_for_event";
+  if (!here) return "gone";
+  return run.status === "waiting" && run.steps[run.cursor]?.status === "waiting" ? "waits" : "arming";
+}
+
+/**
+ * Registrations refused (`why`: a limit, named): the wait step fails as any step does; a run whose
+ * cancel_on cannot be registered fails at once, whatever the step's on_error, as it could not be
+ * cancelled as its workflow says.
+ */
+export function refused(run: RunDoc, move: Registering, why: string, c: Clock): RunWrite {
+  if (move.write.set.cancel_armed === undefined) return fail(run, why, c, {}, "limit_exceeded");
+  return written(run, finish(run, "failed", iso(c.now), "failed", why, "limit_exceeded"), keep(c), c.now, true);
 }
 
 /** The event came: the wait_for_event step succeeds with it as its output, and the run is due now to go on. */

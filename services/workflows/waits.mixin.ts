@@ -6,7 +6,7 @@ import type { Tenant } from "../../shared/storage/types";
 import type { RunEngine } from "./engine";
 import type { RunDoc } from "./run-doc";
 import { updateOf, type RunWrite } from "./run-write.logic";
-import { cancelledByEvent, eventArrived, stillWaits } from "./wait-moves.logic";
+import { cancelledByEvent, eventArrived, waitState } from "./wait-moves.logic";
 import type { Registration, ShapeDoc, WaitDoc } from "./wait-records";
 import { eventMatch, filterPasses, holds, keyOf, shapeId, SHAPES_PER_TYPE_MAX } from "./waits.logic";
 import type { WorkflowsStoreVars } from "./workflows.store";
@@ -26,8 +26,11 @@ export interface WaitsMethods {
   resolveWaits(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
 }
 interface Methods extends WaitsMethods {
-  /** One registration met by `event`: its run resumed or cancelled under a compare-and-set, then the registration deleted. */
-  settle(tenant: Required<Tenant>, wait: WaitDoc, event: EventDoc): Promise<void>;
+  /**
+   * One registration met by `event`: its run resumed or cancelled under a compare-and-set, then the
+   * registration deleted; false when the run is not parked yet (the event comes back with the sweep).
+   */
+  settle(tenant: Required<Tenant>, wait: WaitDoc, event: EventDoc): Promise<boolean>;
 }
 
 /**
@@ -108,7 +111,7 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
               .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1))[0];
             if (!met) return;
             try {
-              await this.settle(tenant, wait, met);
+              if (!(await this.settle(tenant, wait, met))) for (const e of byKey.get(wait.key) ?? []) incomplete.add(e.id);
             } catch (err) {
               this.logger.warn(`run ${wait.run_id}: settling its ${wait.kind} on event ${met.id} failed; the sweep retries it`, err);
               for (const e of byKey.get(wait.key) ?? []) incomplete.add(e.id);
@@ -124,19 +127,22 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
       for (let tries = 0; tries < TRIES; tries += 1) {
         const run = await this.runs.get(tenant, wait.run_id);
         let write: RunWrite | null = null;
-        if (run && wait.kind === "wait" && stillWaits(run, wait)) write = eventArrived(run, event, Date.now());
+        const state = run && wait.kind === "wait" ? waitState(run, wait) : null;
+        // Registered, not parked yet: settled on a later pass, once the engine's write is stored.
+        if (state === "arming") return false;
+        if (run && state === "waits") write = eventArrived(run, event, Date.now());
         if (run && wait.kind === "cancel" && !["succeeded", "failed", "cancelled"].includes(run.status))
           write = cancelledByEvent(run, event, Date.now());
         if (write === null || !run) {
           // The run moved on (or ended): the registration has nothing left to do.
           await this.waits.delete(tenant, { id: wait.id });
-          return;
+          return true;
         }
         const updated = await this.runs.update(tenant, { id: run.id, rev: run.rev }, updateOf(write));
         if (updated) {
           await this.waits.delete(tenant, { id: wait.id });
           this.engine.wake(run.id, tenant);
-          return;
+          return true;
         }
       }
       throw new Error(`the run kept changing (${TRIES} writes lost)`);

@@ -3,7 +3,7 @@ import { eventDoc } from "../../../../shared/records/events";
 import { nextMove } from "../../../../services/workflows/run-moves.logic";
 import { storedAfter } from "../../../../services/workflows/run-write.logic";
 import { newRun } from "../../../../services/workflows/runs.logic";
-import { cancelledByEvent, eventArrived, stillWaits } from "../../../../services/workflows/wait-moves.logic";
+import { cancelledByEvent, eventArrived, refused, waitState } from "../../../../services/workflows/wait-moves.logic";
 import {
   eventMatch,
   filterPasses,
@@ -106,7 +106,9 @@ describe("the run's side", () => {
     expect(move.write).toMatchObject({ released: true, set: { status: "waiting", due_at: T0 + 5 + 60_000 }, unset: { lease: true } });
     const waiting = storedAfter(started, move.write);
     expect(waiting.steps[0]).toMatchObject({ status: "waiting", waiting_for: { event_type: "payment.succeeded", match: wait.match } });
-    expect(stillWaits(waiting, wait)).toBe(true);
+    expect(waitState(waiting, wait)).toBe("waits");
+    // Registered, the parking write not stored yet: an event must come back for it.
+    expect(waitState(started, wait)).toBe("arming");
     // Parked: claimed again before its timeout, the engine only lets it go.
     expect(writeOf(nextMove(claimed(waiting), at(T0 + 10))).set).not.toHaveProperty("status");
 
@@ -114,8 +116,9 @@ describe("the run's side", () => {
     const resumed = storedAfter(waiting, eventArrived(waiting, e, T0 + 30));
     expect(resumed).toMatchObject({ status: "running", cursor: 1, due_at: T0 + 30 });
     expect(resumed.steps[0]).toMatchObject({ status: "succeeded", output: { id: e.id, type: e.type, data: e.data }, timeout_at: null });
-    expect(stillWaits(resumed, wait)).toBe(false);
-    expect(stillWaits({ ...waiting, attempt: 2 }, wait)).toBe(false);
+    expect(waitState(resumed, wait)).toBe("gone");
+    expect(waitState({ ...waiting, attempt: 2 }, wait)).toBe("gone");
+    expect(waitState({ ...waiting, status: "cancelled" }, wait)).toBe("gone");
 
     const timedOut = storedAfter(claimed(waiting), writeOf(nextMove(claimed(waiting), at(T0 + 5 + 60_000))));
     expect(timedOut.steps[0]).toMatchObject({
@@ -146,5 +149,20 @@ describe("the run's side", () => {
     const cancelled = storedAfter(armed, cancelledByEvent(armed, e, T0 + 4));
     expect(cancelled).toMatchObject({ status: "cancelled", cancel_reason: "cancel_on", cancel_event_id: e.id, due_at: T0 + 4 });
     expect(cancelled.outbox.at(-1)).toMatchObject({ type: "workflow.completed", data: { status: "cancelled" } });
+  });
+
+  it("refused registrations fail the wait step as a step fails, and a run whose cancel_on they are at once", () => {
+    const tolerant = claimed(newRun(workflow([{ ...WAIT, on_error: "continue" }]), { order: "o1" }, { type: "manual" }, T0));
+    const wait = nextMove(tolerant, at(T0));
+    if (wait.kind !== "register") throw new Error(wait.kind);
+    const goesOn = storedAfter(tolerant, refused(tolerant, wait, "too many shapes", at(T0)));
+    expect(goesOn).toMatchObject({ status: "succeeded", cursor: 1 });
+    expect(goesOn.steps[0]).toMatchObject({ status: "failed", error_code: "limit_exceeded", error: "too many shapes" });
+
+    const wf = { ...workflow([{ id: "s", type: "set", output: 1, on_error: "continue" }]), cancel_on: [{ event_type: "a.b", match: {} }] };
+    const run = claimed(newRun(wf, {}, { type: "manual" }, T0));
+    const arming = nextMove(run, at(T0));
+    if (arming.kind !== "register") throw new Error(arming.kind);
+    expect(storedAfter(run, refused(run, arming, "too many shapes", at(T0)))).toMatchObject({ status: "failed" });
   });
 });
