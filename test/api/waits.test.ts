@@ -100,6 +100,26 @@ describe("wait_for_event", () => {
     expect(goesOn.status).toBe("succeeded");
     expect(goesOn.steps[1].output).toBe("timed_out");
   });
+  it("a wait that would add a 21st set of match paths on one event type fails with limit_exceeded, naming the limit", async () => {
+    const runs = [];
+    for (let i = 0; i <= 20; i += 1) {
+      const wf = await acme.workflow([
+        { id: "w", type: "wait_for_event", event_type: "shape.limit", match: { [`data.k${i}`]: "{{ input.v }}" }, timeout_ms: 60_000 },
+      ]);
+      const run = await acme.start(wf.id, { v: "x" });
+      runs.push({ wf: wf.id, run, status: i < 20 ? "waiting" : "failed" });
+      // One at a time: the 21st is the one over the limit.
+      await runIn(acme, wf.id, run, runs[i].status);
+    }
+    const over = await getRun(acme, runs[20].wf, runs[20].run);
+    expect(over.steps[0]).toMatchObject({ status: "failed", error_code: "limit_exceeded" });
+    expect(over.steps[0].error).toMatch(
+      /^20 different sets of match paths wait on shape\.limit in this environment already \(SHAPES_PER_TYPE_MAX\)/,
+    );
+    // A wait on paths already in use still registers.
+    const same = await acme.workflow([{ id: "w", type: "wait_for_event", event_type: "shape.limit", match: { "data.k3": "y" } }]);
+    await runIn(acme, same.id, await acme.start(same.id), "waiting");
+  });
 });
 
 describe("cancel_on", () => {
