@@ -1,9 +1,15 @@
 import { waitFor } from "../../tools/procs";
 import { api, expectError, usePlatform } from "../helpers/platform";
-import { runsApi } from "../helpers/steps";
+import { runsApi, useStepTarget } from "../helpers/steps";
 
 /** wait_for_event and cancel_on through the API (docs/workflows/README.md). */
-const suite = usePlatform({ RATE_LIMIT_MAX: "100000", RUN_STARTS_PER_MINUTE: "100000" });
+const suite = usePlatform({
+  RATE_LIMIT_MAX: "100000",
+  RUN_STARTS_PER_MINUTE: "100000",
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  WORKFLOW_RETRY_BASE_MS: "200",
+});
+const steps = useStepTarget();
 const acme = runsApi(
   () => suite.p.baseUrl,
   () => suite.acme.live,
@@ -143,6 +149,28 @@ describe("cancel_on", () => {
     expect(cancelled.steps[0].status).toBe("cancelled");
     // The same event was handled (it cancelled run one): run two stays.
     expect((await getRun(acme, wf, two)).status).toBe("waiting");
+  });
+
+  it("cancels a running run between its http step's attempts: no attempt after it", async () => {
+    steps.target.answer = () => ({ status: 503 });
+    const res = await acme.call("POST", "/workflows", {
+      name: "retrying",
+      trigger: { type: "manual" },
+      cancel_on: [{ event_type: "order.cancelled", match: { "data.order_id": "{{ input.order_id }}" } }],
+      steps: [{ id: "call", type: "http", url: `${steps.target.url}/flaky`, retries: 10 }],
+    });
+    expect(res.status).toBe(201);
+    const run = await acme.start(res.body.data.id, { order_id: "r1" });
+    await waitFor("a second attempt", async () => steps.target.got.length >= 2);
+    expect((await getRun(acme, res.body.data.id, run)).status).toBe("running");
+    await emit(acme, "order.cancelled", { order_id: "r1" });
+    const cancelled = await runIn(acme, res.body.data.id, run, "cancelled");
+    expect(cancelled).toMatchObject({ cancel_reason: "cancel_on" });
+    const attempts = steps.target.got.length;
+    // Real time passing is the subject: the back-offs the cancellation cut short (200 ms, doubling) go by.
+    await waitFor("two seconds to pass", async () => Date.now() > Date.parse(cancelled.finished_at) + 2_000);
+    expect(steps.target.got).toHaveLength(attempts);
+    expect((await getRun(acme, res.body.data.id, run)).status).toBe("cancelled");
   });
 });
 
