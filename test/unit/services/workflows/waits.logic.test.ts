@@ -5,10 +5,13 @@ import { storedAfter } from "../../../../services/workflows/run-write.logic";
 import { newRun } from "../../../../services/workflows/runs.logic";
 import { cancelledByEvent, eventArrived, refused, waitState } from "../../../../services/workflows/wait-moves.logic";
 import {
+  checkCancelOn,
+  checkWaitStep,
   eventMatch,
   filterPasses,
   holds,
   keyOf,
+  MATCH_KEYS_MAX,
   MATCH_VALUE_MAX,
   pathsOf,
   resolvedMatch,
@@ -164,5 +167,57 @@ describe("the run's side", () => {
     const arming = nextMove(run, at(T0));
     if (arming.kind !== "register") throw new Error(arming.kind);
     expect(storedAfter(run, refused(run, arming, "too many shapes", at(T0)))).toMatchObject({ status: "failed" });
+  });
+});
+
+describe("checking a match when it is written", () => {
+  class Refused extends Error {
+    constructor(readonly field: string) {
+      super(field);
+    }
+  }
+  const fault = (field: string) => new Refused(field);
+  const value = fc.oneof(fc.string({ maxLength: 300 }), fc.double(), fc.boolean(), fc.constant(null), fc.object({ maxDepth: 1 }));
+  const path = fc.oneof(fc.stringMatching(/^data(\.[A-Za-z0-9_-]{1,6}){1,3}$/), fc.string({ maxLength: 10 }));
+
+  it("accepts what the rules allow and refuses the rest naming match or the path at fault", () => {
+    fc.assert(
+      fc.property(fc.dictionary(path, value, { maxKeys: 7 }), (match) => {
+        const entries = Object.entries(match);
+        const valid =
+          entries.length <= MATCH_KEYS_MAX &&
+          entries.every(
+            ([p, v]) =>
+              /^data(\.[A-Za-z0-9_-]+)+$/.test(p) &&
+              ((typeof v === "string" && v.length <= MATCH_VALUE_MAX && !v.includes("{{")) ||
+                typeof v === "number" ||
+                typeof v === "boolean"),
+          );
+        try {
+          const step = checkWaitStep(fault, "w", { event_type: "a.b", match }, new Set());
+          expect(valid).toBe(true);
+          expect(step.match).toEqual(match);
+        } catch (err) {
+          if (!(err instanceof Refused)) throw err;
+          expect(valid).toBe(false);
+          expect(err.field).toMatch(/^match($|\[|\.)/);
+        }
+      }),
+    );
+  });
+
+  it("cancel_on names the entry and field at fault", () => {
+    const param = (raw: unknown) => {
+      try {
+        checkCancelOn(raw);
+        return null;
+      } catch (err) {
+        return (err as { data?: { param?: string } }).data?.param;
+      }
+    };
+    expect(param([{ event_type: "a.b", match: { "data.x": 1 } }])).toBeNull();
+    expect(param([{ event_type: "a.b" }, { event_type: "x" }])).toBe("cancel_on[1].event_type");
+    expect(param([{ event_type: "a.b", match: { "data.x": [1] } }])).toBe('cancel_on[0].match["data.x"]');
+    expect(param("x")).toBe("cancel_on");
   });
 });
