@@ -107,6 +107,8 @@ export function retry(run: RunDoc, now: number): RunWrite {
       steps,
       finished_at: null,
       stop_message: null,
+      // Its cancel_on is registered again, as this attempt's.
+      ...(run.cancel_armed && { cancel_armed: false }),
       // A retried run has its whole time limit again.
       ...(run.timeout_ms !== undefined && { deadline_at: now + run.timeout_ms }),
     },

@@ -7,7 +7,7 @@ export interface OutboxTarget {
   broker: ServiceBroker;
   logger: ServiceBroker["logger"];
   /** Told once per run, when its `workflow.completed` is stored (a publish repeated after a crash finds it stored). */
-  ended?: (event: EventDoc) => void;
+  ended?: (event: EventDoc, run: RunDoc) => void;
 }
 
 /**
@@ -32,7 +32,7 @@ export async function publishOutbox(to: OutboxTarget, run: RunDoc, events: Outbo
   const stored = new Set(await publishEvents(to.broker, docs));
   for (const doc of docs) {
     if (doc.type !== "workflow.completed" || !stored.has(doc.id)) continue;
-    to.ended?.(doc);
+    to.ended?.(doc, run);
     if (doc.data.status === "failed") {
       const step = run.steps.find((s) => s.status === "failed");
       to.logger.warn(

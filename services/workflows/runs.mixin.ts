@@ -298,7 +298,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: RUN_SHARES.total,
       shares: RUN_SHARES,
-      ended: ({ org_id, environment, data, created_at }) => {
+      ended: ({ org_id, environment, data, created_at }, run) => {
+        this.forgetWaits(run);
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
         this.metrics.increment("runsFinished", { status: String(data.status) });
       },

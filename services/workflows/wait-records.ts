@@ -4,8 +4,8 @@ import type { MatchValue } from "./waits.logic";
 /**
  * A run registered to react to an event (waits.logic.ts): a wait_for_event step that waits
  * (`kind: wait`), or one entry of its workflow's cancel_on (`kind: cancel`). Found by `key` when an
- * event comes; deleted once it has done its work, or pruned once past `until`. A registration whose
- * run has moved on meanwhile is deleted by the first event that finds it.
+ * event comes; deleted once it has done its work or its run has ended, or else pruned once past
+ * `until`. A registration whose run has moved on meanwhile is deleted by the first event that finds it.
  */
 export interface WaitDoc extends Doc {
   environment: Environment;
@@ -36,6 +36,8 @@ export interface ShapeDoc extends Doc {
 
 export const WAITS = collectionSpec<WaitDoc>("workflow_waits", [
   { fields: { org_id: 1, environment: 1, key: 1, id: 1 } },
+  // A run's, deleted when it ends.
+  { fields: { org_id: 1, environment: 1, run_id: 1 } },
   { fields: { until: 1 } },
 ]);
 

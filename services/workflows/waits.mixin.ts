@@ -24,6 +24,8 @@ export interface WaitsMethods {
   registerWaits(run: RunDoc, registrations: Registration[]): Promise<string | null>;
   /** Resumes the runs waiting for `events` and cancels those their cancel_on names; answers the events not done. */
   resolveWaits(tenant: Required<Tenant>, events: EventDoc[]): Promise<Set<string>>;
+  /** A run ended: its registrations of this attempt go (those left by a failure here are pruned at their `until`). */
+  forgetWaits(run: RunDoc): void;
 }
 interface Methods extends WaitsMethods {
   /**
@@ -75,6 +77,15 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
         }
       }
       return null;
+    },
+
+    forgetWaits(run) {
+      if (!run.cancel_armed && !run.definition.some((s: { type: string }) => s.type === "wait_for_event")) return;
+      const tenant = { org_id: run.org_id, environment: run.environment };
+      // This attempt's only: a retry of the run registers afresh, perhaps before this lands.
+      this.waits
+        .deleteMany(tenant, { run_id: run.id, attempt: run.attempt ?? 1 })
+        .catch((err: unknown) => this.logger.debug(`run ${run.id}: its registrations are left to be pruned`, err));
     },
 
     async resolveWaits(tenant, events) {

@@ -63,3 +63,22 @@ it("an event meeting a registered wait whose run is not parked yet leaves it for
   expect(run.status).toBe("succeeded");
   expect(run.steps[0].output).toMatchObject({ id: event.id, data: { order_id: "arming" } });
 });
+
+it("a run's registrations go when it ends: its cancel_on's, and a wait cancelled through the API", async () => {
+  const service = suite.p.broker.getLocalService("workflows") as unknown as WorkflowsInternals;
+  const me = (await acme.call("GET", "/me")).body.data;
+  const tenant = { org_id: me.org.id as string, environment: "live" as const };
+  const res = await acme.call("POST", "/workflows", {
+    name: "both",
+    trigger: { type: "manual" },
+    cancel_on: [{ event_type: "order.cancelled", match: { "data.order_id": "{{ input.order_id }}" } }],
+    steps: [{ id: "pay", type: "wait_for_event", event_type: "payment.succeeded", match: { "data.order_id": "{{ input.order_id }}" } }],
+  });
+  expect(res.status).toBe(201);
+  const wf = res.body.data.id as string;
+  const runId = await acme.start(wf, { order_id: "gone" });
+  await waitFor("the run to wait", async () => (await service.runs.get(tenant, runId))?.status === "waiting");
+  expect((await service.waits.find(tenant, { run_id: runId })).map((w) => w.kind).sort()).toEqual(["cancel", "wait"]);
+  expect((await acme.call("POST", `/workflows/${wf}/runs/${runId}/cancel`)).status).toBe(200);
+  await waitFor("its registrations to go", async () => (await service.waits.count(tenant, { run_id: runId })) === 0);
+});

@@ -3,6 +3,7 @@ import { eventDoc } from "../../../../shared/records/events";
 import { nextMove } from "../../../../services/workflows/run-moves.logic";
 import { storedAfter } from "../../../../services/workflows/run-write.logic";
 import { newRun } from "../../../../services/workflows/runs.logic";
+import { retry } from "../../../../services/workflows/run-decisions.logic";
 import { cancelledByEvent, eventArrived, refused, waitState } from "../../../../services/workflows/wait-moves.logic";
 import {
   checkCancelOn,
@@ -152,6 +153,15 @@ describe("the run's side", () => {
     const cancelled = storedAfter(armed, cancelledByEvent(armed, e, T0 + 4));
     expect(cancelled).toMatchObject({ status: "cancelled", cancel_reason: "cancel_on", cancel_event_id: e.id, due_at: T0 + 4 });
     expect(cancelled.outbox.at(-1)).toMatchObject({ type: "workflow.completed", data: { status: "cancelled" } });
+    // A retry registers it again, as the new attempt's.
+    const failed = {
+      ...armed,
+      status: "failed" as const,
+      steps: armed.steps.map((st) => ({ ...st, status: "failed" as const, error: "x" })),
+    };
+    const retried = storedAfter(failed, retry(failed, T0 + 5));
+    expect(retried).toMatchObject({ cancel_armed: false, attempt: 2 });
+    expect(nextMove(claimed(retried), at(T0 + 6)).kind).toBe("register");
   });
 
   it("refused registrations fail the wait step as a step fails, and a run whose cancel_on they are at once", () => {
