@@ -105,14 +105,8 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
           byKey.set(key, [...(byKey.get(key) ?? []), event]);
         }
       if (byKey.size === 0) return incomplete;
-      let after: string | undefined;
-      for (;;) {
-        const page = await this.waits.find(
-          tenant,
-          { key: { $in: [...byKey.keys()] }, ...(after !== undefined && { id: { $gt: after } }) },
-          { sort: { id: 1 }, limit: PAGE },
-        );
-        await Promise.all(
+      const settleAll = (page: WaitDoc[]) =>
+        Promise.all(
           page.map(async (wait) => {
             // The earliest event that meets it, of those it may count.
             const met = (byKey.get(wait.key) ?? [])
@@ -129,9 +123,28 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
             }
           }),
         );
-        if (page.length < PAGE) return incomplete;
-        after = page[page.length - 1].id;
+      // Usually every registration the keys hold, in one read.
+      const keys = [...byKey.keys()];
+      const all = await this.waits.find(tenant, { key: { $in: keys } }, { limit: PAGE });
+      if (all.length < PAGE) {
+        await settleAll(all);
+        return incomplete;
       }
+      // More: key by key, in pages along the index's own order (no sort of what one key holds).
+      for (const key of keys) {
+        let after: string | undefined;
+        for (;;) {
+          const page = await this.waits.find(
+            tenant,
+            { key, ...(after !== undefined && { id: { $gt: after } }) },
+            { sort: { id: 1 }, limit: PAGE },
+          );
+          await settleAll(page);
+          if (page.length < PAGE) break;
+          after = page[page.length - 1].id;
+        }
+      }
+      return incomplete;
     },
 
     async settle(tenant, wait, event) {

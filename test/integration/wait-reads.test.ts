@@ -180,17 +180,39 @@ describe("resolving a wait among many", () => {
     expect([...big.values()].reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(20);
   }, 180_000);
 
-  it("serves the reads of waits and shapes from an index (EXPLAIN QUERY PLAN)", () => {
+  it("one event resumes every run waiting for its key, more than a page of them", async () => {
+    const tenant = { org_id: reads.org, environment: "live" as const };
+    const match = { "data.order_id": "shared" };
+    const ids = Array.from({ length: 450 }, () => newId("run"));
+    await Promise.all(
+      ids.map(async (id) => {
+        const steps = model.run.steps.map((s) => ({ ...s, waiting_for: { event_type: "pay.done", match } }));
+        await runs.insert({ ...model.run, id, input: { order_id: "shared" }, steps });
+        await waits.insert({ ...model.wait, id: `${id}/0/1`, run_id: id, match, key: keyOf("pay.done", match) });
+      }),
+    );
+    reads.active = true;
+    expect((await call("POST", "/events", { type: "pay.done", data: { order_id: "shared" } })).status).toBe(201);
+    await waitFor(
+      "all 450 runs to resume",
+      async () => (await runs.count(tenant, { id: { $in: ids }, status: "succeeded" })) === ids.length,
+      120_000,
+    );
+    reads.active = false;
+    expect(await waits.count(tenant, { key: keyOf("pay.done", match) })).toBe(0);
+  }, 180_000);
+
+  it("serves the reads of waits and shapes from an index, without sorting (EXPLAIN QUERY PLAN)", () => {
     const db = new DatabaseSync(join(dir, DATABASE_FILE), { readOnly: true });
     try {
       const mine = [...statements].filter((sql) => /^\s*SELECT/i.test(sql) && /workflow_wait/.test(sql));
       expect(mine.length).toBeGreaterThanOrEqual(2);
       for (const sql of mine) {
         const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail);
-        expect({ sql, scans: plan.filter((d) => /^SCAN /.test(d) && !/^SCAN (\(subquery|CONSTANT ROW|json_each)/.test(d)) }).toEqual({
-          sql,
-          scans: [],
-        });
+        const bad = plan.filter(
+          (d) => (/^SCAN /.test(d) && !/^SCAN (\(subquery|CONSTANT ROW|json_each)/.test(d)) || d.includes("TEMP B-TREE"),
+        );
+        expect({ sql, bad }).toEqual({ sql, bad: [] });
       }
     } finally {
       db.close();
