@@ -61,7 +61,12 @@ async function runWhen(wfId: string, runId: string, what: string, done: (run: an
   return run;
 }
 
-const open = (wfId: string, runId: string) => page.goto(dashboard(`#/workflows/${wfId}/runs/${runId}`));
+/** Every run page the tests above opened, seen again at a phone's width by the last one. */
+const opened: string[] = [];
+const open = (wfId: string, runId: string) => {
+  opened.push(`#/workflows/${wfId}/runs/${runId}`);
+  return page.goto(dashboard(`#/workflows/${wfId}/runs/${runId}`));
+};
 const step = (id: string, status: string) => page.getByRole("listitem", { name: `Step ${id}: ${status}` });
 const text = async (l: Locator) => ((await l.textContent()) ?? "").replace(/\s+/g, " ").trim();
 /** The time element showing `iso` inside `within` (the page shows times in the reader's locale, `iso` in its datetime). */
@@ -209,5 +214,34 @@ describe("the run page", () => {
     await timeAt(delay, until).waitFor();
     expect(await text(delay)).toMatch(/^This run waits at step nap\. Until .+\.$/);
     for (const run of [asked, napping]) expect((await call("POST", `/workflows/${run.wfId}/runs/${run.runId}/cancel`)).status).toBe(200);
+  });
+
+  it("fits a 390 px screen with all of this: only the attempts tables scroll sideways, in their frames", async () => {
+    const phone = await (await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })).newPage();
+    phone.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    await phone.goto(dashboard(""));
+    await phone.getByLabel("Live key").fill(suite.acme.live);
+    await phone.getByRole("button", { name: "Sign in" }).click();
+    await phone.getByRole("link", { name: "Workflows" }).waitFor();
+    expect(opened.length).toBeGreaterThanOrEqual(6);
+    for (const hash of opened) {
+      await phone.goto(dashboard(hash));
+      await phone
+        .getByRole("listitem", { name: /^Step / })
+        .first()
+        .waitFor();
+      await phone.waitForLoadState("networkidle");
+      const seen = await phone.evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        const wide = Array.from(document.querySelectorAll<HTMLElement>("body *"))
+          .filter((el) => !el.parentElement?.closest(".table-wrap, pre"))
+          .filter((el) => el.getBoundingClientRect().right > width + 0.5)
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
+        return { scrollWidth: document.documentElement.scrollWidth, wide };
+      });
+      expect({ hash, ...seen }).toEqual({ hash, scrollWidth: 390, wide: [] });
+    }
+    await screenshot(phone, "55-run-attempts-phone");
+    await phone.context().close();
   });
 });
