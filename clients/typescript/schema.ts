@@ -1687,6 +1687,14 @@ export interface components {
       cancel_reason?: "requested" | "workflow_deleted" | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
+      /** @description Its workflow's timeout_ms when the run started; null: no limit */
+      timeout_ms: number | null;
+      /**
+       * Format: date-time
+       * @description When the run fails with run_timed_out if it has not ended (its start or last retry plus timeout_ms); null: no limit
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      deadline_at: string | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -4464,6 +4472,8 @@ export interface operations {
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
            *           "stop_message": "x",
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4570,6 +4580,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4659,6 +4671,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4750,6 +4764,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4850,6 +4866,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4950,6 +4968,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5043,6 +5063,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5136,6 +5158,8 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5318,6 +5342,8 @@ export interface operations {
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
            *           "stop_message": "x",
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
