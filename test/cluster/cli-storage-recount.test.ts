@@ -1,4 +1,5 @@
 import type { ServiceSchema } from "moleculer";
+import mongoose from "mongoose";
 import { SERVICE_SCHEMAS } from "../../services";
 import {
   STORAGE_POLICIES,
@@ -117,6 +118,11 @@ afterAll(async () => {
   await stop();
   await rx?.close();
   dir.remove();
+  if (STORE_ENV.MONGO_URL) {
+    const conn = await mongoose.createConnection(STORE_ENV.MONGO_URL, { serverSelectionTimeoutMS: 5000 }).asPromise();
+    await conn.dropDatabase();
+    await conn.close();
+  }
 });
 
 describe("npm run cli -- storage recount", () => {
