@@ -73,8 +73,14 @@ export async function recountService(
   for await (const batch of batches(usage, size))
     for (const { id, org_id, environment, bytes } of batch) rows.push({ id, org_id, environment, bytes });
   const fixes = counterFixes(sums, rows);
-  if (!options.dryRun) for (const fix of fixes) await applyFix(usage, fix);
+  if (!options.dryRun) await applyFixes(store, service, fixes);
   return { service, counters: usage.name, collections: [...collections], documents, fixes };
+}
+
+/** Writes `fixes` to the counters of `service`, one row at a time (see `applyFix`). */
+export async function applyFixes(store: Pick<Store, "collection">, service: string, fixes: readonly CounterFix[]): Promise<void> {
+  const usage = openCollection(store, storageUsageSpec(service));
+  for (const fix of fixes) await applyFix(usage, fix);
 }
 
 /**
