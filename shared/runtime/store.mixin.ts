@@ -126,7 +126,7 @@ async function applySchemas(collections: ReadView<Doc>[]): Promise<void> {
 /**
  * One warning when a service starts with counted collections holding documents and no counter row
  * at all: data stored before the counters existed (an upgrade), which no write ever counts again.
- * Only a warning: the service runs, its tenants' quotas too low by what is not counted.
+ * Only a warning: the service runs, its tenants' usage counted low by what is not counted.
  */
 async function warnUncounted(
   service: { logger: { warn(...args: unknown[]): void } },
