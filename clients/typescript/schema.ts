@@ -1759,6 +1759,14 @@ export interface components {
       cancel_event_id?: string | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
+      /** @description Its workflow's timeout_ms when the run started; null: no limit */
+      timeout_ms: number | null;
+      /**
+       * Format: date-time
+       * @description When the run fails with run_timed_out if it has not ended (its start or last retry plus timeout_ms); null: no limit
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      deadline_at: string | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -4599,6 +4607,8 @@ export interface operations {
            *           },
            *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4706,6 +4716,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4796,6 +4808,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4888,6 +4902,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4989,6 +5005,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5090,6 +5108,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5184,6 +5204,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5278,6 +5300,8 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5461,6 +5485,8 @@ export interface operations {
            *           },
            *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"

@@ -19,8 +19,8 @@ export const runView = ({
   chain_root: _cr,
   request_id: _rq,
   traceparent: _tp,
-  deadline_at: _dl,
-  timeout_ms: _tm,
+  deadline_at,
+  timeout_ms,
   cancel_on: _co,
   cancel_armed: _ca,
   ...view
@@ -32,6 +32,8 @@ export const runView = ({
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
   stop_message: view.stop_message ?? null,
+  timeout_ms: timeout_ms ?? null,
+  deadline_at: deadline_at === undefined ? null : new Date(deadline_at).toISOString(),
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
     ...step,

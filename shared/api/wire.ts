@@ -462,6 +462,10 @@ export interface Run {
   cancel_event_id?: string | null;
   /** The message of the stop step that ended the run, or null. */
   stop_message?: string | null;
+  /** Its workflow's `timeout_ms` when the run started, or null: no limit. */
+  timeout_ms?: number | null;
+  /** When the run fails with `run_timed_out` if it has not ended (its start, or its last retry, plus `timeout_ms`), or null. */
+  deadline_at?: string | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;

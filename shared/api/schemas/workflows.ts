@@ -153,6 +153,11 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", "cancel_on", null] },
       cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
       stop_message: { type: ["string", "null"], description: "The message of the stop step that ended the run, or null" },
+      timeout_ms: { type: ["integer", "null"], description: "Its workflow's timeout_ms when the run started; null: no limit" },
+      deadline_at: {
+        ...nullable(time),
+        description: "When the run fails with run_timed_out if it has not ended (its start or last retry plus timeout_ms); null: no limit",
+      },
       created_at: time,
       updated_at: time,
       finished_at: nullable(time),
