@@ -123,6 +123,14 @@ describe("until when a run waits", () => {
     const open = run("waiting", [step("gate", { type: "approval", status: "waiting", finished_at: null })], { deadline_at: later });
     expect(waitingOf(open, new Map())).toMatchObject({ until: null, deadline: later });
   });
+
+  it("a wait for an event until its time-out", () => {
+    const waiting_for = { event_type: "payment.succeeded", match: { "data.order_id": "o1" } };
+    const r = run("waiting", [
+      step("pay", { type: "wait_for_event", status: "waiting", finished_at: null, timeout_at: later, waiting_for }),
+    ]);
+    expect(waitingOf(r, new Map())).toMatchObject({ until: later, step: { waiting_for } });
+  });
 });
 
 describe("an http step's attempts", () => {

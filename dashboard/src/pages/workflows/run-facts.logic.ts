@@ -54,7 +54,7 @@ export function timedOutOf(run: Pick<Run, "steps" | "deadline_at" | "timeout_ms"
   });
 }
 
-/** Until when a waiting run waits: its delay's end, or its approval's time-out (null: until someone decides). */
+/** Until when a waiting run waits: its delay's end, its approval's or event wait's time-out (null: until someone decides). */
 export interface Waiting {
   step: RunStep;
   until: string | null;
@@ -68,7 +68,7 @@ export function waitingOf(run: Pick<Run, "status" | "steps" | "deadline_at">, de
   if (!step) return null;
   const definition = definitions.get(step.id);
   let until: string | null = null;
-  if (step.type === "approval") until = step.timeout_at ?? null;
+  if (step.type === "approval" || step.type === "wait_for_event") until = step.timeout_at ?? null;
   else if (definition?.type === "delay" && step.started_at)
     until = new Date(Date.parse(step.started_at) + definition.duration_ms).toISOString();
   const deadline = run.deadline_at ?? null;

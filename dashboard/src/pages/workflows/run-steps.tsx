@@ -84,6 +84,23 @@ function StepItem({ run, step: s, definition }: { run: Run; step: RunStep; defin
         </p>
       )}
       <ApprovalDeadline step={s} />
+      {s.waiting_for && (
+        <p class="small muted break">
+          {s.status === "waiting" ? "Waits for" : "Waited for"} <code>{s.waiting_for.event_type}</code>
+          {Object.keys(s.waiting_for.match).length > 0 && (
+            <>
+              {" "}
+              with <code>{JSON.stringify(s.waiting_for.match)}</code>
+            </>
+          )}
+          {s.status === "waiting" && s.timeout_at && (
+            <>
+              , until <Time at={s.timeout_at} />
+            </>
+          )}
+          .
+        </p>
+      )}
       {s.decision && <DecisionNote decision={s.decision} />}
       {s.error && (
         <p class="step-error" role="note">
