@@ -87,6 +87,22 @@ describe("wait_for_event", () => {
     expect((await getRun(acme, filtered.id, a)).steps[0].output.id).toBe(paid);
   });
 
+  it("events for one wait sent at once resume it once: its next step runs once", async () => {
+    steps.target.answer = () => ({ status: 200, json: {} });
+    const wf = await acme.workflow([
+      { id: "pay", type: "wait_for_event", event_type: "payment.succeeded", match: { "data.order_id": "{{ input.order_id }}" } },
+      { id: "ship", type: "http", url: `${steps.target.url}/ship/{{ input.order_id }}` },
+    ]);
+    const run = await acme.start(wf.id, { order_id: "burst" });
+    await runIn(acme, wf.id, run, "waiting");
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => emit(acme, "payment.succeeded", { order_id: "burst", i })));
+    const done = await acme.ended(wf.id, run);
+    expect(done.status).toBe("succeeded");
+    expect(ids).toContain(done.steps[0].output.id);
+    expect(done.steps[1]).toMatchObject({ status: "succeeded", attempt_count: 1 });
+    expect(steps.target.got.filter((r) => r.path === "/ship/burst")).toHaveLength(1);
+  });
+
   it("fails with timed_out when no event comes within timeout_ms; on_error: continue goes on", async () => {
     const wf = await payWorkflow(acme, { timeout_ms: 200 });
     const run = await acme.ended(wf.id, await acme.start(wf.id, { order_id: "never" }));
