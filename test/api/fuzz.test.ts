@@ -235,7 +235,9 @@ describe("requests generated from the API reference, against a running server", 
           const quota = res.status === 400 && res.body.error.code === "quota_exceeded";
           // A test event's type must be one the webhook (generated too) subscribes to: a rule of its state, not of the request.
           const unsubscribed = route.action === "webhooks.test" && res.status === 400 && /does not subscribe/.test(res.body.error.message);
-          expect({ what, ok: allowed.includes(res.status) || quota || unsubscribed }).toEqual({ what, ok: true });
+          // Generated emails repeat (fast-check shrinks towards the same few): a second one is already a member.
+          const member = route.action === "orgs.addMember" && res.status === 409 && res.body.error.code === "resource_exists";
+          expect({ what, ok: allowed.includes(res.status) || quota || unsubscribed || member }).toEqual({ what, ok: true });
           remember(route, req.path, res);
         }),
         { numRuns: RUNS, endOnFailure: true },
