@@ -23,7 +23,7 @@ import { idParams } from "./workflows.params";
 const POLL_MS = 250;
 /** Due schedules read at once, and how many of them one node moves at a time. */
 const BATCH = 200;
-const CONCURRENCY = 8;
+const CONCURRENCY = 64;
 /** Moves of one schedule per visit (a schedule far behind catches up over several passes). */
 const MOVES_PER_VISIT = 20;
 const MINUTE_MS = 60_000;
