@@ -1318,18 +1318,12 @@ export interface components {
     };
     /** ManualTrigger */
     ManualTrigger: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
+      /** @constant */
       type: "manual";
     };
     /** EventTrigger */
     EventTrigger: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
+      /** @constant */
       type: "event";
       event_type:
         | (
@@ -1351,25 +1345,23 @@ export interface components {
       /** @description A CEL condition over `event` (braces optional): only events it passes start a run */
       filter?: string;
     };
-    /** ScheduleTrigger */
-    ScheduleTrigger: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
+    /**
+     * CronScheduleTrigger
+     * @description Runs at every tick of a cron in a time zone
+     */
+    CronScheduleTrigger: {
+      /** @constant */
       type: "schedule";
       /**
-       * @description A cron expression of 5 fields (or 6, seconds first), croner's syntax; or give every_ms
+       * @description A cron expression of 5 fields (or 6, seconds first), croner's syntax
        * @example 0 8 * * 1-5
        */
-      cron?: string;
+      cron: string;
       /**
        * @description The IANA time zone the cron is read in (default UTC)
        * @example Europe/Berlin
        */
       timezone?: string;
-      /** @description A tick every this many ms, at whole multiples since the epoch */
-      every_ms?: number;
       /**
        * @description A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends
        * @default skip
@@ -1388,14 +1380,36 @@ export interface components {
        * @default 3600000
        */
       catchup_window_ms?: number;
-    } & (
-      | {
-          cron: string;
-        }
-      | {
-          every_ms: number;
-        }
-    );
+    };
+    /**
+     * EveryScheduleTrigger
+     * @description Runs every every_ms
+     */
+    EveryScheduleTrigger: {
+      /** @constant */
+      type: "schedule";
+      /** @description A tick every this many ms, at whole multiples since the epoch */
+      every_ms: number;
+      /**
+       * @description A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends
+       * @default skip
+       * @enum {string}
+       */
+      overlap?: "skip" | "allow" | "buffer_one";
+      /**
+       * @description The input of every scheduled run (at most 64 KiB as JSON)
+       * @default {}
+       */
+      input?: {
+        [key: string]: unknown;
+      };
+      /**
+       * @description A tick missed by at most this long is started late; an older one is recorded as missed
+       * @default 3600000
+       */
+      catchup_window_ms?: number;
+    };
+    ScheduleTrigger: components["schemas"]["CronScheduleTrigger"] | components["schemas"]["EveryScheduleTrigger"];
     Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"] | components["schemas"]["ScheduleTrigger"];
     /** HttpStep */
     HttpStep: {

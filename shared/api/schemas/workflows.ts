@@ -3,6 +3,24 @@ import { RUN_STATUSES } from "../wire";
 import { anyObject, environment, idOf, type JsonSchema, nullable, object, objectTag, ref, refOrNull, time } from "./common";
 import { EVENT_TYPE, EVENT_TYPE_PATTERN, SUBSCRIBABLE_EVENT_TYPE } from "./events";
 
+/** What a schedule trigger takes besides its cron or its period (defaults filled in the answers). */
+const SCHEDULE_OPTIONS: Record<string, JsonSchema> = {
+  overlap: {
+    type: "string",
+    enum: ["skip", "allow", "buffer_one"],
+    default: "skip",
+    description: "A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends",
+  },
+  input: { ...anyObject, description: "The input of every scheduled run (at most 64 KiB as JSON)", default: {} },
+  catchup_window_ms: {
+    type: "integer",
+    minimum: 10000,
+    maximum: 604800000,
+    default: 3600000,
+    description: "A tick missed by at most this long is started late; an older one is recorded as missed",
+  },
+};
+
 /** What starts a run. */
 export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
   ManualTrigger: object("ManualTrigger", { type: { const: "manual" } }),
@@ -21,63 +39,45 @@ export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
     },
     ["filter"],
   ),
-  ScheduleTrigger: {
-    ...object(
-      "ScheduleTrigger",
-      {
-        type: { const: "schedule" },
-        cron: {
-          type: "string",
-          maxLength: 200,
-          description: "A cron expression of 5 fields (or 6, seconds first), croner's syntax; or give every_ms",
-          examples: ["0 8 * * 1-5"],
-        },
-        timezone: {
-          type: "string",
-          maxLength: 64,
-          description: "The IANA time zone the cron is read in (default UTC)",
-          examples: ["Europe/Berlin"],
-        },
-        every_ms: {
-          type: "integer",
-          minimum: 1000,
-          maximum: 31622400000,
-          description: "A tick every this many ms, at whole multiples since the epoch",
-        },
-        overlap: {
-          type: "string",
-          enum: ["skip", "allow", "buffer_one"],
-          default: "skip",
-          description: "A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends",
-        },
-        input: { ...anyObject, description: "The input of every scheduled run (at most 64 KiB as JSON)", default: {} },
-        catchup_window_ms: {
-          type: "integer",
-          minimum: 10000,
-          maximum: 604800000,
-          default: 3600000,
-          description: "A tick missed by at most this long is started late; an older one is recorded as missed",
-        },
+  CronScheduleTrigger: object(
+    "CronScheduleTrigger",
+    {
+      type: { const: "schedule" },
+      cron: {
+        type: "string",
+        maxLength: 200,
+        description: "A cron expression of 5 fields (or 6, seconds first), croner's syntax",
+        examples: ["0 8 * * 1-5"],
       },
-      ["cron", "timezone", "every_ms", "overlap", "input", "catchup_window_ms"],
-    ),
-    // Either a cron (with its time zone) or a period.
-    oneOf: [
-      { properties: { cron: { type: "string" } }, required: ["cron"] },
-      { properties: { every_ms: { type: "integer" } }, required: ["every_ms"] },
-    ],
-  },
-  Trigger: {
-    oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("ScheduleTrigger")],
-    discriminator: {
-      propertyName: "type",
-      mapping: {
-        manual: "#/components/schemas/ManualTrigger",
-        event: "#/components/schemas/EventTrigger",
-        schedule: "#/components/schemas/ScheduleTrigger",
+      timezone: {
+        type: "string",
+        maxLength: 64,
+        description: "The IANA time zone the cron is read in (default UTC)",
+        examples: ["Europe/Berlin"],
       },
+      ...SCHEDULE_OPTIONS,
     },
-  },
+    ["timezone", "overlap", "input", "catchup_window_ms"],
+    "Runs at every tick of a cron in a time zone",
+  ),
+  EveryScheduleTrigger: object(
+    "EveryScheduleTrigger",
+    {
+      type: { const: "schedule" },
+      every_ms: {
+        type: "integer",
+        minimum: 1000,
+        maximum: 31622400000,
+        description: "A tick every this many ms, at whole multiples since the epoch",
+      },
+      ...SCHEDULE_OPTIONS,
+    },
+    ["overlap", "input", "catchup_window_ms"],
+    "Runs every every_ms",
+  ),
+  ScheduleTrigger: { oneOf: [ref("CronScheduleTrigger"), ref("EveryScheduleTrigger")] },
+  // No discriminator: the two schedule triggers share their `type`, and each kind's `type` is a const.
+  Trigger: { oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("ScheduleTrigger")] },
 };
 
 const scheduleMiss = object(
