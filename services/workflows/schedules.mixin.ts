@@ -172,10 +172,13 @@ export const SchedulesMixin: Partial<ServiceSchema<PlatformSettings, SchedulesMe
         // Each node walks the batch from its own place, so two nodes seldom race for one schedule.
         const offset = Math.floor(Math.random() * due.length);
         const queue = [...due.slice(offset), ...due.slice(0, offset)];
+        let failure: unknown;
         const worker = async () => {
-          for (let wf = queue.shift(); wf; wf = queue.shift()) await this.tickOne(wf);
+          // One schedule failing (the store refusing a write) leaves the others of the batch to move.
+          for (let wf = queue.shift(); wf; wf = queue.shift()) await this.tickOne(wf).catch((err: unknown) => (failure ??= err));
         };
         await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+        if (failure !== undefined) throw failure;
         if (due.length < BATCH) return;
       }
     },
