@@ -164,11 +164,12 @@ export const SchedulesMixin: Partial<ServiceSchema<PlatformSettings, SchedulesMe
 
     async tickSchedules() {
       for (let pass = 0; pass < 5; pass += 1) {
-        const due = (await this.workflows.find(
+        const found = (await this.workflows.find(
           ALL_TENANTS,
           { "schedule.due_at": { $lte: this.settings.clock.now() } },
           { sort: { "schedule.due_at": 1 }, limit: BATCH },
         )) as Scheduled[];
+        const due = found.filter((wf) => isSchedule(wf.trigger) && wf.schedule !== undefined);
         // Each node walks the batch from its own place, so two nodes seldom race for one schedule.
         const offset = Math.floor(Math.random() * due.length);
         const queue = [...due.slice(offset), ...due.slice(0, offset)];
@@ -179,7 +180,7 @@ export const SchedulesMixin: Partial<ServiceSchema<PlatformSettings, SchedulesMe
         };
         await Promise.all(Array.from({ length: CONCURRENCY }, worker));
         if (failure !== undefined) throw failure;
-        if (due.length < BATCH) return;
+        if (found.length < BATCH) return;
       }
     },
 

@@ -271,5 +271,10 @@ describe("deactivating and changing a schedule", () => {
     expect(res.body.data.next_run_at).toBe(tomorrow.toISOString());
     const manual = await call("PATCH", `/workflows/${wf.id}`, { trigger: { type: "manual" } });
     expect(manual.body.data.next_run_at).toBeUndefined();
+    // Past the tick it would have had: another schedule's run is the witness that ticks were looked at.
+    const witness = await scheduled({ every_ms: MINUTE, overlap: "allow" });
+    clock.set(Date.parse(tomorrow.toISOString()) + MINUTE);
+    await untilRuns(witness.id, 1);
+    expect(await runsOf(wf.id)).toHaveLength(0);
   });
 });
