@@ -484,6 +484,66 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/workflows/{id}/schedule": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /workflows/{id}/schedule
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsGetSchedule"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/workflows/{id}/schedule/trigger": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/schedule/trigger
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsTriggerSchedule"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/workflows/{id}/schedule/backfill": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/schedule/backfill
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsBackfillSchedule"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/workflows/{id}/versions/{version}": {
     parameters: {
       query?: never;
@@ -1258,18 +1318,12 @@ export interface components {
     };
     /** ManualTrigger */
     ManualTrigger: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
+      /** @constant */
       type: "manual";
     };
     /** EventTrigger */
     EventTrigger: {
-      /**
-       * @description discriminator enum property added by openapi-typescript
-       * @enum {string}
-       */
+      /** @constant */
       type: "event";
       event_type:
         | (
@@ -1291,7 +1345,72 @@ export interface components {
       /** @description A CEL condition over `event` (braces optional): only events it passes start a run */
       filter?: string;
     };
-    Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"];
+    /**
+     * CronScheduleTrigger
+     * @description Runs at every tick of a cron in a time zone
+     */
+    CronScheduleTrigger: {
+      /** @constant */
+      type: "schedule";
+      /**
+       * @description A cron expression of 5 fields (or 6, seconds first), croner's syntax
+       * @example 0 8 * * 1-5
+       */
+      cron: string;
+      /**
+       * @description The IANA time zone the cron is read in (default UTC)
+       * @example Europe/Berlin
+       */
+      timezone?: string;
+      /**
+       * @description A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends
+       * @default skip
+       * @enum {string}
+       */
+      overlap?: "skip" | "allow" | "buffer_one";
+      /**
+       * @description The input of every scheduled run (at most 64 KiB as JSON)
+       * @default {}
+       */
+      input?: {
+        [key: string]: unknown;
+      };
+      /**
+       * @description A tick missed by at most this long is started late; an older one is recorded as missed
+       * @default 3600000
+       */
+      catchup_window_ms?: number;
+    };
+    /**
+     * EveryScheduleTrigger
+     * @description Runs every every_ms
+     */
+    EveryScheduleTrigger: {
+      /** @constant */
+      type: "schedule";
+      /** @description A tick every this many ms, at whole multiples since the epoch */
+      every_ms: number;
+      /**
+       * @description A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends
+       * @default skip
+       * @enum {string}
+       */
+      overlap?: "skip" | "allow" | "buffer_one";
+      /**
+       * @description The input of every scheduled run (at most 64 KiB as JSON)
+       * @default {}
+       */
+      input?: {
+        [key: string]: unknown;
+      };
+      /**
+       * @description A tick missed by at most this long is started late; an older one is recorded as missed
+       * @default 3600000
+       */
+      catchup_window_ms?: number;
+    };
+    ScheduleTrigger: components["schemas"]["CronScheduleTrigger"] | components["schemas"]["EveryScheduleTrigger"];
+    Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"] | components["schemas"]["ScheduleTrigger"];
     /** HttpStep */
     HttpStep: {
       id: string;
@@ -1630,6 +1749,12 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+      /**
+       * Format: date-time
+       * @description Schedule triggers: the next tick (null while the workflow is inactive)
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      next_run_at?: string | null;
     };
     /** RunStep */
     RunStep: {
@@ -1730,6 +1855,17 @@ export interface components {
             event_id: string;
             /** @example order.created */
             event_type: string;
+          }
+        | {
+            /** @constant */
+            type: "schedule";
+            /**
+             * Format: date-time
+             * @example 2026-11-23T10:00:00.000Z
+             */
+            scheduled_at: string;
+            /** @enum {string} */
+            source: "tick" | "trigger" | "backfill";
           };
       /** @description 1, and one more with every retry of the run */
       attempt: number;
@@ -1820,6 +1956,88 @@ export interface components {
       created_at: string;
       /** @description The key whose write made this version (null: not known) */
       created_by: components["schemas"]["Actor"] | null;
+    };
+    /**
+     * Schedule
+     * @description When a schedule ticks next, and the ticks that started no run
+     */
+    Schedule: {
+      /** @constant */
+      object: "schedule";
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      workflow_id: string;
+      /**
+       * Format: date-time
+       * @description The next tick; null while the workflow is inactive
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      next_run_at: string | null;
+      /** @description The next ticks */
+      upcoming: string[];
+      /**
+       * Format: date-time
+       * @description buffer_one: the tick waiting for the previous run to end
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      buffered_at: string | null;
+      /** @example run_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      last_run_id: string | null;
+      missed_count: number;
+      skipped_count: number;
+      /** @description The newest ticks that started no run, newest first */
+      recent: {
+        /** @enum {string} */
+        outcome: "skipped" | "missed";
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        scheduled_at: string;
+        /**
+         * Format: date-time
+         * @description missed: the last tick of the gap
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        last_scheduled_at?: string;
+        /** @description missed: how many ticks the gap held (counted up to 10,000) */
+        ticks?: number;
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        recorded_at: string;
+      }[];
+    };
+    /** ScheduleBackfill */
+    ScheduleBackfill: {
+      /** @constant */
+      object: "schedule_backfill";
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      workflow_id: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      from: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      to: string;
+      /** @description The ticks in [from, to) */
+      ticks: number;
+      /** @description The runs started, one per tick that had none */
+      started: {
+        /**
+         * Format: date-time
+         * @example 2026-11-23T10:00:00.000Z
+         */
+        scheduled_at: string;
+        /** @example run_01jdx3kq9v7c2m5n8p4r6t0w1y */
+        run_id: string;
+      }[];
+      /** @description The ticks that had a run already */
+      already_started: string[];
     };
     /** UsageReport */
     UsageReport: {
@@ -1969,6 +2187,12 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       updated_at: string;
+      /**
+       * Format: date-time
+       * @description Schedule triggers: the next tick (null while the workflow is inactive)
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      next_run_at?: string | null;
       /** @description The secret that signs its http steps' requests: in this answer only (null in an idempotent replay of it) */
       signing_secret: string | null;
     };
@@ -3961,7 +4185,8 @@ export interface operations {
            *           ],
            *           "version": 1,
            *           "created_at": "2026-11-23T10:00:00.000Z",
-           *           "updated_at": "2026-11-23T10:00:00.000Z"
+           *           "updated_at": "2026-11-23T10:00:00.000Z",
+           *           "next_run_at": "2026-11-23T10:00:00.000Z"
            *         }
            *       ],
            *       "meta": {
@@ -4075,6 +4300,7 @@ export interface operations {
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z",
            *         "signing_secret": "x"
            *       }
            *     }
@@ -4253,7 +4479,8 @@ export interface operations {
            *         ],
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
-           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z"
            *       }
            *     }
            */
@@ -4329,7 +4556,8 @@ export interface operations {
            *         ],
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
-           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z"
            *       }
            *     }
            */
@@ -4423,7 +4651,8 @@ export interface operations {
            *         ],
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
-           *         "updated_at": "2026-11-23T10:00:00.000Z"
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z"
            *       }
            *     }
            */
@@ -4506,6 +4735,7 @@ export interface operations {
            *         "version": 1,
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z",
            *         "signing_secret": "x"
            *       }
            *     }
@@ -5310,6 +5540,262 @@ export interface operations {
            */
           "application/json": {
             data: components["schemas"]["Run"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsGetSchedule: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "schedule",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "next_run_at": "2026-11-23T10:00:00.000Z",
+           *         "upcoming": [
+           *           "2026-11-23T10:00:00.000Z"
+           *         ],
+           *         "buffered_at": "2026-11-23T10:00:00.000Z",
+           *         "last_run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "missed_count": 0,
+           *         "skipped_count": 0,
+           *         "recent": [
+           *           {
+           *             "outcome": "skipped",
+           *             "scheduled_at": "2026-11-23T10:00:00.000Z",
+           *             "last_scheduled_at": "2026-11-23T10:00:00.000Z",
+           *             "recorded_at": "2026-11-23T10:00:00.000Z"
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Schedule"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsTriggerSchedule: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Created */
+      201: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "run",
+           *         "id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "workflow_version": 1,
+           *         "status": "queued",
+           *         "input": {},
+           *         "steps": [
+           *           {
+           *             "id": "x",
+           *             "type": "http",
+           *             "status": "pending",
+           *             "output": {},
+           *             "error": "x",
+           *             "attempt_count": 0,
+           *             "started_at": "2026-11-23T10:00:00.000Z",
+           *             "finished_at": "2026-11-23T10:00:00.000Z",
+           *             "timeout_at": "2026-11-23T10:00:00.000Z"
+           *           }
+           *         ],
+           *         "trigger": {
+           *           "type": "manual"
+           *         },
+           *         "attempt": 1,
+           *         "rerun_of": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "pending_approval": {
+           *           "step_id": "x",
+           *           "message": "x",
+           *           "requested_at": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "stop_message": "x",
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["Run"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsBackfillSchedule: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "from": "2026-01-31T12:00:00Z",
+         *       "to": "2026-01-31T12:00:00Z"
+         *     }
+         */
+        "application/json": {
+          /**
+           * @description An ISO 8601 time, e.g. 2026-01-31T12:00:00Z
+           * @example 2026-01-31T12:00:00Z
+           */
+          from: string;
+          /**
+           * @description After from and not after now; at most 100 ticks in [from, to)
+           * @example 2026-01-31T12:00:00Z
+           */
+          to: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "schedule_backfill",
+           *         "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "from": "2026-11-23T10:00:00.000Z",
+           *         "to": "2026-11-23T10:00:00.000Z",
+           *         "ticks": 0,
+           *         "started": [
+           *           {
+           *             "scheduled_at": "2026-11-23T10:00:00.000Z",
+           *             "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y"
+           *           }
+           *         ],
+           *         "already_started": [
+           *           "2026-11-23T10:00:00.000Z"
+           *         ]
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["ScheduleBackfill"];
           };
         };
       };

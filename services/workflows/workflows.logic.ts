@@ -6,6 +6,8 @@ import { checkCondition, checkTemplates, type Fault } from "./expressions/check"
 import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
 import { checkWaitStep } from "./waits.logic";
+import { checkScheduleTrigger } from "./schedule-trigger.logic";
+import type { ScheduleState } from "./schedule-ticks.logic";
 import {
   HTTP_METHODS,
   type Actor,
@@ -52,12 +54,23 @@ export interface WorkflowDoc extends Omit<Workflow, "object"> {
   signing_secret?: string;
   /** The secret a rotation replaced, signing beside the new one until `expires_at`. */
   previous_signing_secret?: { secret: string; expires_at: string };
+  /** Schedule triggers: when it ticks and what its ticks did (schedule-ticks.logic.ts). */
+  schedule?: ScheduleState;
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => ({
+export const workflowView = ({
+  org_id: _o,
+  signing_secret: _s,
+  previous_signing_secret: _p,
+  schedule,
+  ...view
+}: WorkflowDoc): WorkflowView => ({
   object: "workflow",
   ...view,
+  ...(view.trigger.type === "schedule" && {
+    next_run_at: schedule?.next_at !== undefined ? new Date(schedule.next_at).toISOString() : null,
+  }),
 });
 
 /** The secrets that sign a step's request now: the current one first, the rotated-out one during its overlap. */
@@ -112,6 +125,7 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? 
 export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw))
     throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
+  if (raw.type === "schedule") return checkScheduleTrigger(raw);
   const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
@@ -120,7 +134,7 @@ export function checkTrigger(raw: unknown): Trigger {
       throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
   }
-  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event"], raw.type);
+  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event", "schedule"], raw.type);
   const type = raw.event_type;
   const pattern = typeof type === "string" && isPattern(type);
   if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {

@@ -11,6 +11,8 @@ import type { Filter, Tenant } from "../../shared/storage/types";
 import type { WorkflowDefinition, WorkflowWithSecret } from "../../shared/api/wire";
 import { RunStartsMixin } from "./run-starts.mixin";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
+import { scheduleOf } from "./schedule-ticks.logic";
+import { SchedulesMixin } from "./schedules.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { checkCancelOn } from "./waits.logic";
@@ -56,6 +58,7 @@ type Ctx<P> = Context<P, CallMeta>;
 const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVars> = {
   name: "workflows",
   mixins: [
+    SchedulesMixin as Partial<ServiceSchema>,
     SecretsMixin as Partial<ServiceSchema>,
     WaitsMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
@@ -98,6 +101,8 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           updated_at: at,
           signing_secret: generateSecret(),
         };
+        const schedule = scheduleOf(trigger, doc.status, this.settings.clock.now());
+        if (schedule) doc.schedule = schedule;
         // The workflow, its first version and its count, together: the quota holds whatever the concurrency.
         const stored = await this.store.atomically([
           taken,
@@ -170,6 +175,18 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         if (ctx.params.cancel_on !== undefined) set.cancel_on = checkCancelOn(ctx.params.cancel_on) ?? [];
+        // A new trigger or status reschedules from now (what the ticks recorded is kept).
+        const unset: Record<string, true> = {};
+        if (trigger !== undefined || status !== undefined) {
+          const schedule = scheduleOf(
+            set.trigger ?? current.trigger,
+            set.status ?? current.status,
+            this.settings.clock.now(),
+            current.schedule,
+          );
+          if (schedule) set.schedule = schedule;
+          else if (current.schedule) unset.schedule = true;
+        }
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([
           {
@@ -177,7 +194,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             collection: this.workflows,
             scope: tenant,
             filter: { id: current.id, version: current.version },
-            update: { $set: set },
+            update: { $set: set, ...(unset.schedule && { $unset: unset }) },
           },
           { op: "insert", collection: this.versions, doc: versionOf({ ...current, ...set }, actorOf(ctx)) },
         ]);

@@ -14,7 +14,7 @@ import { CUSTOM_EVENT_TYPE, EVENT_RESOURCES, EVENT_TYPE } from "./schemas/events
 import { AUDIT_RESOURCES, ORG_RESOURCES } from "./schemas/orgs";
 import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
 import { RECOVERY_RESOURCES, subscription, WEBHOOK_RESOURCES, webhookUrl } from "./schemas/webhooks";
-import { SECRET_RESOURCES, TRIGGER_RESOURCES, WORKFLOW_RESOURCES } from "./schemas/workflows";
+import { SCHEDULE_RESOURCES, SECRET_RESOURCES, TRIGGER_RESOURCES, WORKFLOW_RESOURCES } from "./schemas/workflows";
 
 export { EVENT_TYPE } from "./schemas/events";
 export { idOf, REQUEST_ID, type JsonSchema } from "./schemas/common";
@@ -31,6 +31,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
   ...SECRET_RESOURCES,
   ...AUDIT_RESOURCES,
   ...WORKFLOW_RESOURCES,
+  ...SCHEDULE_RESOURCES,
   ...ANALYTICS_RESOURCES,
   ...COMMON_RESOURCES,
 };
@@ -93,6 +94,10 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     data: { ...anyObject, description: "The event's data, sent as given; at most 64 KiB as JSON. Absent: the type's example" },
   },
   "workflows.listAllRuns": { created_after: instant, created_before: instant },
+  "workflows.backfillSchedule": {
+    from: instant,
+    to: { ...instant, description: "After from and not after now; at most 100 ticks in [from, to)" },
+  },
   "orgs.auditLog": { created_after: instant, created_before: instant },
   "workflows.createSecret": {
     name: { type: "string", pattern: "^[A-Za-z][A-Za-z0-9_]{0,63}$", description: "As in `{{secrets.NAME}}`", examples: ["STRIPE_KEY"] },

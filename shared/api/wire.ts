@@ -251,7 +251,17 @@ export type OutcomeReport = Outcomes & {
 };
 
 /** An event trigger's `event_type` may hold `*` for one segment (`order.*`); `filter` is CEL over `event`. */
-export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string };
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string } | ScheduleTrigger;
+
+/** Runs started by the clock (docs/workflows/README.md#schedule-trigger): a cron in a time zone, or every `every_ms`. */
+export type ScheduleTrigger = {
+  type: "schedule";
+  /** What a tick does while the previous scheduled run has not ended. */
+  overlap: "skip" | "allow" | "buffer_one";
+  input: Record<string, unknown>;
+  /** A tick missed by at most this long is started late; an older one is recorded as missed. */
+  catchup_window_ms: number;
+} & ({ cron: string; timezone: string } | { every_ms: number });
 
 /** What every step may say besides its own fields (docs/workflows/language.md). */
 export interface StepCommon {
@@ -353,6 +363,45 @@ export interface Workflow {
   version: number;
   created_at: string;
   updated_at: string;
+  /** Schedule triggers: the next tick (null while the workflow is inactive). */
+  next_run_at?: string | null;
+}
+
+/** A tick of a schedule that started no run: `skipped` (overlap) or `missed` (a gap older than the catch-up window, in one entry). */
+export interface ScheduleMiss {
+  outcome: "skipped" | "missed";
+  scheduled_at: string;
+  /** `missed`: the last tick of the gap, and how many ticks it held (counted up to 10,000). */
+  last_scheduled_at?: string;
+  ticks?: number;
+  recorded_at: string;
+}
+
+/** GET /workflows/{id}/schedule: when a schedule ticks next, and the ticks that started no run. */
+export interface Schedule {
+  object: "schedule";
+  workflow_id: string;
+  next_run_at: string | null;
+  /** The next ticks (at most 5), none while the workflow is inactive. */
+  upcoming: string[];
+  /** buffer_one: the tick waiting for the previous run to end. */
+  buffered_at: string | null;
+  last_run_id: string | null;
+  missed_count: number;
+  skipped_count: number;
+  /** The newest ticks that started no run, newest first (at most 20). */
+  recent: ScheduleMiss[];
+}
+
+/** POST /workflows/{id}/schedule/backfill: the runs started for the range's ticks, and the ticks that had one. */
+export interface ScheduleBackfill {
+  object: "schedule_backfill";
+  workflow_id: string;
+  from: string;
+  to: string;
+  ticks: number;
+  started: { scheduled_at: string; run_id: string }[];
+  already_started: string[];
 }
 
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
@@ -436,7 +485,11 @@ export interface PendingApproval {
   requested_at: string;
 }
 
-export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+export type RunTrigger =
+  | { type: "manual" }
+  | { type: "event"; event_id: string; event_type: string }
+  /** `tick`: the schedule's clock; `trigger`: POST …/schedule/trigger; `backfill`: POST …/schedule/backfill. */
+  | { type: "schedule"; scheduled_at: string; source: "tick" | "trigger" | "backfill" };
 
 export interface Run {
   object: "run";

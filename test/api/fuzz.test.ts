@@ -40,6 +40,8 @@ const pools: Record<string, string[][]> = {
   Recovery: [],
   /** Runs waiting for an approval, made before approve and reject are tried. */
   Waiting: [],
+  /** Active workflows with an hourly schedule, made before the schedule's routes are tried. */
+  Scheduled: [],
 };
 const ABSENT = (prefix: string) => `${prefix}_0000000000000000000000zzzz`;
 
@@ -52,6 +54,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
   if (route.path.startsWith("/secrets/")) return { pool: "Secret", prefix: "sec" };
   if (route.path.includes("{job_id}")) return { pool: "Recovery", prefix: "rcv" };
   if (/approveRun|rejectRun/.test(route.action)) return { pool: "Waiting", prefix: "run" };
+  if (/Schedule$/.test(route.action)) return { pool: "Scheduled", prefix: "wf" };
   if (route.path.includes("{run_id}")) return { pool: "Run", prefix: "run" };
   if (route.path.startsWith("/workflows/")) return { pool: "Workflow", prefix: "wf" };
   if (route.path.includes("{delivery_id}")) return { pool: "Delivery", prefix: "del" };
@@ -90,6 +93,12 @@ function generation(): Generation {
       // CEL conditions (a step's if, a trigger's filter): no schema states CEL's grammar.
       if: fc.constantFrom("true", "{{ has(input.a) }}", "size(run.id) > 0"),
       filter: fc.constantFrom("true", "event.data.amount >= 500", "{{ event.type.startsWith('order') }}"),
+      // Schedules: no schema states cron's grammar or the list of time zones.
+      cron: fc.constantFrom("0 8 * * 1-5", "*/15 * * * *", "30 2 * * *", "0 0 1 * *"),
+      timezone: fc.constantFrom("UTC", "Europe/Berlin", "America/New_York"),
+      // Ranges ending in the last minute and starting up to an hour before (a backfill's may not end after now).
+      from: fc.integer({ min: 2, max: 60 }).map((m) => new Date(Date.now() - m * 60_000).toISOString()),
+      to: fc.integer({ min: 1, max: 60 }).map((s) => new Date(Date.now() - s * 1000).toISOString()),
     },
   };
 }
@@ -186,6 +195,16 @@ async function runsIn(n: number, status: "waiting" | "failed", name: string, ste
   return runs;
 }
 
+/** Active workflows ticking every hour (a backfill of up to an hour holds at most one tick): [workflow id] each. */
+async function scheduledWorkflows(n: number): Promise<string[][]> {
+  const made: string[][] = [];
+  for (let i = 0; i < n; i++) {
+    const body = { name: "hourly", trigger: { type: "schedule", every_ms: 3_600_000 }, steps: [{ type: "approval" }] };
+    made.push([(await api(suite.p.baseUrl, "POST", "/workflows", { key: suite.acme.live, body })).body.data.id]);
+  }
+  return made;
+}
+
 /** Runs of a one-approval workflow, once each waits for its approval. */
 const waitingRuns = (n: number) => runsIn(n, "waiting", "approve", [{ type: "approval" }]);
 
@@ -203,6 +222,7 @@ describe("requests generated from the API reference, against a running server", 
     for (const { route, op } of operations) {
       if (/approveRun|rejectRun/.test(route.action)) pools.Waiting = await waitingRuns(3);
       if (route.action === "workflows.retryRun") pools.Run.push(...(await failedRuns(3)));
+      if (/Schedule$/.test(route.action)) pools.Scheduled = await scheduledWorkflows(3);
       // Runs that can be cancelled whatever the generated ones did meanwhile: waiting for an approval.
       if (route.action === "workflows.cancelRun") pools.Run.push(...(await waitingRuns(3)));
       const label = `${route.method} ${route.path}`;

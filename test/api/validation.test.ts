@@ -25,6 +25,7 @@ const VALID: Record<string, Record<string, unknown>> = {
   "POST /webhooks": { url: "http://127.0.0.1:9/hook", events: ["order.shipped"] },
   "POST /webhooks/{id}/recover": { since: "2026-01-01T00:00:00Z" },
   "POST /secrets": { name: "TOKEN", value: "v" },
+  "POST /workflows/{id}/schedule/backfill": { from: "2026-01-01T00:00:00Z", to: "2026-01-01T01:00:00Z" },
   "POST /listen/{id}/attempts": { delivery_id: "del_01jdx3aaaaaaaaaaaaaaaaaaaa", event_id: "evt_1", status_code: 200, duration_ms: 1 },
 };
 const baseOf = (f: RouteField): Record<string, unknown> => VALID[f.name] ?? {};
@@ -90,7 +91,7 @@ describe("an enum parameter given a value it does not allow", () => {
     expect(method.body.error.message).toMatch(/"GET".*; received "FETCH"/);
     const trigger = await call("POST", "/workflows", { ...base, trigger: { type: 7 } });
     expectError(trigger, 400, "parameter_invalid", "trigger.type");
-    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event"; received 7');
+    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event", "schedule"; received 7');
   });
 });
 

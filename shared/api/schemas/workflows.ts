@@ -4,6 +4,24 @@ import { cancelOn } from "./steps";
 import { anyObject, environment, idOf, type JsonSchema, nullable, object, objectTag, ref, refOrNull, time } from "./common";
 import { EVENT_TYPE, EVENT_TYPE_PATTERN, SUBSCRIBABLE_EVENT_TYPE } from "./events";
 
+/** What a schedule trigger takes besides its cron or its period (defaults filled in the answers). */
+const SCHEDULE_OPTIONS: Record<string, JsonSchema> = {
+  overlap: {
+    type: "string",
+    enum: ["skip", "allow", "buffer_one"],
+    default: "skip",
+    description: "A tick while the previous scheduled run has not ended: skipped, started anyway, or one kept until it ends",
+  },
+  input: { ...anyObject, description: "The input of every scheduled run (at most 64 KiB as JSON)", default: {} },
+  catchup_window_ms: {
+    type: "integer",
+    minimum: 10000,
+    maximum: 604800000,
+    default: 3600000,
+    description: "A tick missed by at most this long is started late; an older one is recorded as missed",
+  },
+};
+
 /** What starts a run. */
 export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
   ManualTrigger: object("ManualTrigger", { type: { const: "manual" } }),
@@ -22,13 +40,90 @@ export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
     },
     ["filter"],
   ),
-  Trigger: {
-    oneOf: [ref("ManualTrigger"), ref("EventTrigger")],
-    discriminator: {
-      propertyName: "type",
-      mapping: { manual: "#/components/schemas/ManualTrigger", event: "#/components/schemas/EventTrigger" },
+  CronScheduleTrigger: object(
+    "CronScheduleTrigger",
+    {
+      type: { const: "schedule" },
+      cron: {
+        type: "string",
+        maxLength: 200,
+        description: "A cron expression of 5 fields (or 6, seconds first), croner's syntax",
+        examples: ["0 8 * * 1-5"],
+      },
+      timezone: {
+        type: "string",
+        maxLength: 64,
+        description: "The IANA time zone the cron is read in (default UTC)",
+        examples: ["Europe/Berlin"],
+      },
+      ...SCHEDULE_OPTIONS,
     },
+    ["timezone", "overlap", "input", "catchup_window_ms"],
+    "Runs at every tick of a cron in a time zone",
+  ),
+  EveryScheduleTrigger: object(
+    "EveryScheduleTrigger",
+    {
+      type: { const: "schedule" },
+      every_ms: {
+        type: "integer",
+        minimum: 1000,
+        maximum: 31622400000,
+        description: "A tick every this many ms, at whole multiples since the epoch",
+      },
+      ...SCHEDULE_OPTIONS,
+    },
+    ["overlap", "input", "catchup_window_ms"],
+    "Runs every every_ms",
+  ),
+  ScheduleTrigger: { oneOf: [ref("CronScheduleTrigger"), ref("EveryScheduleTrigger")] },
+  // No discriminator: the two schedule triggers share their `type`, and each kind's `type` is a const.
+  Trigger: { oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("ScheduleTrigger")] },
+};
+
+const scheduleMiss = object(
+  "ScheduleMiss",
+  {
+    outcome: { type: "string", enum: ["skipped", "missed"] },
+    scheduled_at: time,
+    last_scheduled_at: { ...time, description: "missed: the last tick of the gap" },
+    ticks: { type: "integer", minimum: 1, description: "missed: how many ticks the gap held (counted up to 10,000)" },
+    recorded_at: time,
   },
+  ["last_scheduled_at", "ticks"],
+);
+
+/** A schedule's state, and what a backfill started. */
+export const SCHEDULE_RESOURCES: Record<string, JsonSchema> = {
+  Schedule: object(
+    "Schedule",
+    {
+      object: objectTag("schedule"),
+      workflow_id: idOf("wf"),
+      next_run_at: { ...nullable(time), description: "The next tick; null while the workflow is inactive" },
+      upcoming: { type: "array", items: time, maxItems: 5, description: "The next ticks" },
+      buffered_at: { ...nullable(time), description: "buffer_one: the tick waiting for the previous run to end" },
+      last_run_id: nullable(idOf("run")),
+      missed_count: { type: "integer", minimum: 0 },
+      skipped_count: { type: "integer", minimum: 0 },
+      recent: { type: "array", items: scheduleMiss, maxItems: 20, description: "The newest ticks that started no run, newest first" },
+    },
+    [],
+    "When a schedule ticks next, and the ticks that started no run",
+  ),
+  ScheduleBackfill: object("ScheduleBackfill", {
+    object: objectTag("schedule_backfill"),
+    workflow_id: idOf("wf"),
+    from: time,
+    to: time,
+    ticks: { type: "integer", minimum: 0, maximum: 100, description: "The ticks in [from, to)" },
+    started: {
+      type: "array",
+      items: object("BackfilledRun", { scheduled_at: time, run_id: idOf("run") }),
+      description: "The runs started, one per tick that had none",
+    },
+    already_started: { type: "array", items: time, description: "The ticks that had a run already" },
+  }),
 };
 
 /** Secrets as the API shows them. */
@@ -69,8 +164,9 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
+      next_run_at: { ...nullable(time), description: "Schedule triggers: the next tick (null while the workflow is inactive)" },
     },
-    ["timeout_ms", "cancel_on"],
+    ["timeout_ms", "cancel_on", "next_run_at"],
   ),
   RunStep: object(
     "RunStep",
@@ -138,6 +234,11 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         oneOf: [
           object("ManualRunTrigger", { type: { const: "manual" } }),
           object("EventRunTrigger", { type: { const: "event" }, event_id: idOf("evt"), event_type: EVENT_TYPE }),
+          object("ScheduleRunTrigger", {
+            type: { const: "schedule" },
+            scheduled_at: time,
+            source: { type: "string", enum: ["tick", "trigger", "backfill"] },
+          }),
         ],
       },
       attempt: { type: "integer", minimum: 1, description: "1, and one more with every retry of the run" },

@@ -2,10 +2,18 @@ import type { Actor } from "../../../../shared/api/wire";
 import type { Run, Workflow } from "../../api";
 import { href } from "../../session";
 
-export const startedBy = (r: Run) =>
-  r.trigger.type === "event" ? <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a> : "manual";
+export const startedBy = (r: Run) => {
+  if (r.trigger.type === "event") return <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a>;
+  if (r.trigger.type === "schedule") return `schedule (${r.trigger.source}, ${r.trigger.scheduled_at})`;
+  return "manual";
+};
 
-export const triggerText = (wf: Workflow) => (wf.trigger.type === "event" ? `on ${wf.trigger.event_type}` : "manual");
+export const triggerText = (wf: Workflow) => {
+  const t = wf.trigger;
+  if (t.type === "event") return `on ${t.event_type}`;
+  if (t.type === "schedule") return "cron" in t ? `cron ${t.cron} (${t.timezone})` : `every ${t.every_ms} ms`;
+  return "manual";
+};
 
 /** The key that did something, by name (and id, to tell keys of one name apart). */
 export const actorText = (a: Actor) => `${a.key_name ?? "a key"} (${a.key_id})`;
