@@ -21,6 +21,10 @@ export const runView = ({
   traceparent: _tp,
   deadline_at: _dl,
   timeout_ms: _tm,
+  output_template: _ot,
+  root_run_id: _rr,
+  depth: _dp,
+  wakes_parent_at: _wp,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -30,6 +34,8 @@ export const runView = ({
   rerun_of: view.rerun_of ?? null,
   pending_approval: view.pending_approval ?? null,
   stop_message: view.stop_message ?? null,
+  parent: view.parent ?? null,
+  output: view.output ?? null,
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
     ...step,

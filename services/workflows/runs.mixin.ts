@@ -17,6 +17,7 @@ import {
 } from "../../shared/records/retention";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
+import { ChildRuns } from "./child-runs";
 import { RUN_DUE, RunEngine } from "./engine";
 import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
@@ -142,7 +143,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       },
     },
 
-    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow and creation time. */
+    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow, parent run and creation time. */
     listAllRuns: {
       params: listAllRunsParams,
       handler(ctx: Ctx<ListAllRunsParams>): Promise<ListResult<RunView>> {
@@ -154,6 +155,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         };
         const filter: Filter = {
           ...(workflow_id && { workflow_id }),
+          ...(ctx.params.parent_run_id && { "parent.run_id": ctx.params.parent_run_id }),
           ...(status && { status }),
           ...(Object.keys(range).length > 0 && { id: range }),
         };
@@ -294,6 +296,15 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: RUN_SHARES.total,
       shares: RUN_SHARES,
+      children: new ChildRuns({
+        runs: this.runs,
+        workflows: this.workflows,
+        startsBudget: (tenant) => this.startsBudget(tenant, this.settings.clock.now()),
+        startCounted: (tenant, budgets, run) => this.startCounted(tenant, budgets, run),
+        descendantsMax: settings.runDescendantsMax,
+        budgetTtlMs: settings.eventRetentionDays * DAY_MS,
+        wake: (id, tenant) => this.engine.wake(id, tenant),
+      }),
       ended: ({ org_id, environment, data, created_at }) => {
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
         this.metrics.increment("runsFinished", { status: String(data.status) });

@@ -8,10 +8,10 @@ import { requestOf, type HttpRequest } from "./http-step.logic";
 
 /**
  * What the engine does next with a run it holds: publish the outbox (then write `published`),
- * make an http attempt (then write `attempted`), or store a write. `secrets`: the values of the
+ * make an http attempt (then write `attempted`), start or look up a child run (child-runs.ts), or store a write. `secrets`: the values of the
  * `{{secrets.…}}` the current step uses, which the engine reads once a move is a call.
  */
-export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "write"; write: RunWrite };
+export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "child" } | { kind: "write"; write: RunWrite };
 
 /** The current step, taken one move further. */
 export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
@@ -58,6 +58,8 @@ export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): M
           : finish(stopped, "failed", at, "failed", message ?? "stopped", "stopped");
       return write(written(run, { stop_message: message, ...end }, keep(c), c.now, true));
     }
+    case "run_workflow":
+      return { kind: "child" };
     case "http":
       if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };
       // Shown as running before the request leaves (a crash then repeats the attempt). Not

@@ -5,6 +5,7 @@ import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
 import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
+import { isId } from "../../shared/ids";
 import {
   HTTP_METHODS,
   type Actor,
@@ -21,7 +22,7 @@ import {
  * that a run never meets a step it cannot execute. Every error names the step and the field.
  */
 export const MAX_STEPS = 50;
-export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set"] as const;
+export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set", "run_workflow"] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
@@ -90,6 +91,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   trigger: doc.trigger,
   steps: doc.steps,
   timeout_ms: doc.timeout_ms ?? null,
+  ...(doc.output !== undefined && { output: doc.output }),
   created_at: doc.updated_at,
   created_by: by,
 });
@@ -159,11 +161,12 @@ const FIELDS: Record<StepType, readonly string[]> = {
   emit: ["event_type", "data"],
   stop: ["status", "message"],
   set: ["output"],
+  run_workflow: ["workflow_id", "input", "wait"],
 };
 /** Fields every step may have (docs/workflows/language.md). */
 const COMMON = ["if", "on_error"] as const;
 /** Steps whose failure `on_error: continue` can pass over (a stop step's failure is the point). */
-const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay"]);
+const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay", "run_workflow"]);
 
 function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
@@ -314,5 +317,35 @@ async function checkStep(fault: StepFault, id: string, type: StepType, item: Rec
         throw fault.error("output", `output is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
       return { id, type, output: item.output };
     }
+    case "run_workflow":
+      return checkRunWorkflow(fault, id, item);
   }
+}
+
+/**
+ * A run_workflow step: a workflow id (one of this environment's, looked up by the service when it
+ * is literal: child-runs.logic.ts `literalWorkflowIds`) or a template giving one; an input object.
+ */
+function checkRunWorkflow(fault: StepFault, id: string, item: Record<string, unknown>): Step {
+  const target = item.workflow_id;
+  if (typeof target !== "string" || target.length === 0 || target.length > 2000 || (!hasTemplate(target) && !isId("wf", target)))
+    throw fault.error("workflow_id", "workflow_id must be a workflow's id (wf_…), or a template that gives one");
+  const input = item.input ?? {};
+  if (!isObject(input)) throw fault.error("input", "input must be an object: the child run's input (templates allowed)");
+  if (jsonBytes(input) > STEP_VALUE_MAX_BYTES) throw fault.error("input", `input is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  const wait = item.wait ?? true;
+  if (typeof wait !== "boolean") throw fault.error("wait", `wait must be true or false; received ${echo(wait)}`);
+  return { id, type: "run_workflow", workflow_id: target, input, wait };
+}
+
+/**
+ * A workflow's `output`: templates over its steps (every step is earlier by then), filled when a
+ * run succeeds. Absent stays absent (the run's output is then its last succeeded step's).
+ */
+export function checkOutput(raw: unknown, steps: readonly Step[]): unknown {
+  if (raw === undefined || raw === null) return undefined;
+  if (jsonBytes(raw) > STEP_VALUE_MAX_BYTES) throw invalidParam("output", `output is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  const ids = new Set(steps.map((s) => s.id));
+  checkTemplates((field, message) => invalidParam(field, `${field}: ${message}`), "output", raw, ids, "output");
+  return raw;
 }

@@ -13,8 +13,12 @@ export const RUN_TIMEOUT_MAX_MS = 30 * 24 * 60 * 60 * 1000;
 /** null or absent: runs have no time limit. */
 const timeout_ms = { type: "number", integer: true, min: 1, max: RUN_TIMEOUT_MAX_MS, optional: true, nullable: true } as const;
 
-export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms } as const;
+/** Templates over the steps (workflows.logic.ts `checkOutput`); null or absent: none. */
+const output = { type: "any", optional: true, nullable: true } as const;
+
+export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms, output } as const;
 export interface CreateParams {
+  output?: unknown;
   name: string;
   description?: string | null;
   status?: "active" | "inactive";
@@ -43,8 +47,10 @@ export const updateParams = {
   trigger: { type: "any", optional: true },
   steps: { type: "any", optional: true },
   timeout_ms,
+  output,
 } as const;
 export interface UpdateParams {
+  output?: unknown;
   id: string;
   name?: string;
   description?: string | null;
@@ -97,12 +103,14 @@ export const listAllRunsParams = {
   ...pageParams,
   status: { type: "enum", values: RUN_STATUS_VALUES, optional: true },
   workflow_id: { ...id, optional: true },
+  parent_run_id: { ...id, optional: true },
   created_after: instant,
   created_before: instant,
 } as const;
 export interface ListAllRunsParams extends PageParams {
   status?: string;
   workflow_id?: string;
+  parent_run_id?: string;
   created_after?: string;
   created_before?: string;
 }

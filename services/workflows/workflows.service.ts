@@ -15,6 +15,7 @@ import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { STORE } from "./workflows.store";
 import {
+  checkOutput,
   checkSteps,
   checkTrigger,
   versionId,
@@ -69,6 +70,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const tenant = tenantOf(ctx);
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
+        const output = checkOutput(ctx.params.output, steps);
         const quota = {
           counters: this.quota,
           tenant,
@@ -88,6 +90,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           trigger,
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
+          ...(output !== undefined && { output }),
           version: 1,
           created_at: at,
           updated_at: at,
@@ -110,6 +113,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
       async handler(ctx: Ctx<CreateParams>): Promise<WorkflowDefinition> {
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenantOf(ctx));
+        const output = checkOutput(ctx.params.output, steps);
         return {
           object: "workflow_definition",
           name: ctx.params.name,
@@ -118,6 +122,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           trigger,
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
+          ...(output !== undefined && { output }),
         };
       },
     },
@@ -162,6 +167,13 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (trigger !== undefined) set.trigger = checkTrigger(trigger);
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
+        // The output is checked against the steps it will run with; null removes it.
+        const output =
+          ctx.params.output !== undefined || set.steps
+            ? checkOutput(ctx.params.output ?? current.output, set.steps ?? current.steps)
+            : undefined;
+        const unset = ctx.params.output === null ? { $unset: { output: true as const } } : {};
+        if (output !== undefined && ctx.params.output !== null) set.output = output;
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
         const written = await this.store.atomically([
           {
@@ -169,7 +181,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             collection: this.workflows,
             scope: tenant,
             filter: { id: current.id, version: current.version },
-            update: { $set: set },
+            update: { $set: set, ...unset },
           },
           { op: "insert", collection: this.versions, doc: versionOf({ ...current, ...set }, actorOf(ctx)) },
         ]);
@@ -249,8 +261,25 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
   },
 
   methods: {
-    checkedSteps(steps, tenant) {
-      return checkSteps(steps, { allowPrivate: this.settings.config.webhookAllowPrivateTargets, environment: tenant.environment });
+    async checkedSteps(steps, tenant) {
+      const checked = await checkSteps(steps, {
+        allowPrivate: this.settings.config.webhookAllowPrivateTargets,
+        environment: tenant.environment,
+      });
+      // A run_workflow step naming a workflow by its id: it must be one of this environment's (another
+      // tenant's is as unknown here as one that never was). A template's is checked when the run gets there.
+      for (const [i, step] of checked.entries()) {
+        if (step.type !== "run_workflow" || step.workflow_id.includes("{{")) continue;
+        if (!(await this.workflows.get(tenant, step.workflow_id)))
+          throw new ApiError(
+            "parameter_invalid",
+            `step '${step.id}' (steps[${i}]): no workflow '${step.workflow_id}' in this environment`,
+            {
+              param: `steps[${i}].workflow_id`,
+            },
+          );
+      }
+      return checked;
     },
   },
 };

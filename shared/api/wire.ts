@@ -316,7 +316,18 @@ export interface SetStep extends StepCommon {
   type: "set";
   output: unknown;
 }
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep;
+/** Runs a saved workflow of the same environment as a child run (docs/workflows/README.md#run_workflow). */
+export interface RunWorkflowStep extends StepCommon {
+  id: string;
+  type: "run_workflow";
+  /** A workflow id, or a template that gives one when the step runs. */
+  workflow_id: string;
+  /** The child's input, its templates filled. */
+  input: Record<string, unknown>;
+  /** true: the step waits for the child and gives its output; false: it gives `{run_id}` at once. */
+  wait: boolean;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | RunWorkflowStep;
 
 export interface Workflow {
   object: "workflow";
@@ -329,6 +340,8 @@ export interface Workflow {
   steps: Step[];
   /** The most a run may take, in ms; a run over it fails with `run_timed_out`. Null: no limit. */
   timeout_ms?: number | null;
+  /** Templates over the run's steps, filled when a run succeeds: its runs' `output` (absent: the last succeeded step's output). */
+  output?: unknown;
   version: number;
   created_at: string;
   updated_at: string;
@@ -337,7 +350,7 @@ export interface Workflow {
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
 export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
   Workflow,
-  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms"
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "output"
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
@@ -413,7 +426,14 @@ export interface PendingApproval {
   requested_at: string;
 }
 
-export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string } | { type: "parent" };
+
+/** A child run's parent: the run, its step that started the child, and the child's index there (0 for run_workflow). */
+export interface RunParent {
+  run_id: string;
+  step_id: string;
+  index: number;
+}
 
 export interface Run {
   object: "run";
@@ -433,10 +453,16 @@ export interface Run {
   pending_approval: PendingApproval | null;
   /** Who cancelled the run (POST …/cancel, or deleting its workflow), once cancelled through the API. */
   cancelled_by?: Actor | null;
-  /** Why it was cancelled: `requested` (POST …/cancel) or `workflow_deleted`. */
-  cancel_reason?: "requested" | "workflow_deleted" | null;
+  /** Why it was cancelled: `requested` (POST …/cancel), `workflow_deleted`, or `parent_ended` (a child run whose parent failed or was cancelled). */
+  cancel_reason?: "requested" | "workflow_deleted" | "parent_ended" | null;
   /** The message of the stop step that ended the run, or null. */
   stop_message?: string | null;
+  /** A child run's parent (a run_workflow step started it), or null. */
+  parent?: RunParent | null;
+  /** Once the run succeeded: its workflow's `output` filled, else its last succeeded step's output; null before. */
+  output?: unknown;
+  /** Why a run failed that no step failed: its workflow's `output` could not be filled. */
+  error?: { code: string; message: string } | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
@@ -453,6 +479,7 @@ export interface WorkflowVersion {
   trigger: Trigger;
   steps: Step[];
   timeout_ms?: number | null;
+  output?: unknown;
   created_at: string;
   created_by: Actor | null;
 }

@@ -81,8 +81,28 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
     ["if"],
   ),
   SetStep: object("SetStep", { id: { type: "string" }, type: { const: "set" }, output: {}, ...STEP_COMMON }, COMMON_KEYS),
+  RunWorkflowStep: object(
+    "RunWorkflowStep",
+    {
+      id: { type: "string" },
+      type: { const: "run_workflow" },
+      workflow_id: { type: "string" },
+      input: anyObject,
+      wait: { type: "boolean" },
+      ...STEP_COMMON,
+    },
+    COMMON_KEYS,
+  ),
   Step: {
-    oneOf: [ref("HttpStep"), ref("DelayStep"), ref("ApprovalStep"), ref("EmitStep"), ref("StopStep"), ref("SetStep")],
+    oneOf: [
+      ref("HttpStep"),
+      ref("DelayStep"),
+      ref("ApprovalStep"),
+      ref("EmitStep"),
+      ref("StopStep"),
+      ref("SetStep"),
+      ref("RunWorkflowStep"),
+    ],
     discriminator: {
       propertyName: "type",
       mapping: {
@@ -92,6 +112,7 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
         emit: "#/components/schemas/EmitStep",
         stop: "#/components/schemas/StopStep",
         set: "#/components/schemas/SetStep",
+        run_workflow: "#/components/schemas/RunWorkflowStep",
       },
     },
   },
@@ -183,6 +204,29 @@ const stepInputs: Record<string, JsonSchema> = {
     },
     ["id", ...COMMON_KEYS],
   ),
+  RunWorkflowStepInput: object(
+    "RunWorkflowStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "run_workflow" },
+      workflow_id: {
+        type: "string",
+        minLength: 1,
+        maxLength: 2000,
+        description: `A workflow of the same environment (\`wf_…\`, checked when written), or a template giving one (checked when the run gets there). ${TEMPLATES}`,
+      },
+      input: { ...anyObject, default: {}, description: `The child run's input, at most 64 KiB as JSON. ${TEMPLATES}` },
+      wait: {
+        type: "boolean",
+        default: true,
+        description:
+          "true: the step waits for the child and its output is `{run_id, status, output}`; false: it succeeds at once with `{run_id}`",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "input", "wait", ...COMMON_KEYS],
+    "Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)",
+  ),
 };
 
 /** Request-side components: the step inputs, discriminated by `type`. */
@@ -193,7 +237,13 @@ export const REQUEST_COMPONENTS: Record<string, JsonSchema> = {
     discriminator: {
       propertyName: "type",
       mapping: Object.fromEntries(
-        Object.keys(stepInputs).map((name) => [name.replace("StepInput", "").toLowerCase(), `#/components/schemas/${name}`]),
+        Object.keys(stepInputs).map((name) => [
+          name
+            .replace("StepInput", "")
+            .replace(/([a-z])([A-Z])/g, "$1_$2")
+            .toLowerCase(),
+          `#/components/schemas/${name}`,
+        ]),
       ),
     },
   },
