@@ -1422,13 +1422,36 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /** RunWorkflowStep */
+    RunWorkflowStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "run_workflow";
+      workflow_id: string;
+      input: {
+        [key: string]: unknown;
+      };
+      wait: boolean;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     Step:
       | components["schemas"]["HttpStep"]
       | components["schemas"]["DelayStep"]
       | components["schemas"]["ApprovalStep"]
       | components["schemas"]["EmitStep"]
       | components["schemas"]["StopStep"]
-      | components["schemas"]["SetStep"];
+      | components["schemas"]["SetStep"]
+      | components["schemas"]["RunWorkflowStep"];
     /**
      * Recovery
      * @description A background job redelivering a webhook's failed deliveries created in [since, until)
@@ -1560,6 +1583,8 @@ export interface components {
       steps: components["schemas"]["Step"][];
       /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
       timeout_ms?: number | null;
+      /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
+      output?: unknown;
       version: number;
       /**
        * Format: date-time
@@ -1576,7 +1601,7 @@ export interface components {
     RunStep: {
       id: string;
       /** @enum {string} */
-      type: "http" | "delay" | "approval" | "emit" | "stop" | "set";
+      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "run_workflow";
       /** @enum {string} */
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
@@ -1619,7 +1644,7 @@ export interface components {
         status_code?: number;
         error: string | null;
       }[];
-      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`) */
+      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `stopped`, `rejected`, `child_failed`, `child_cancelled`, `workflow_not_found`, `limit_reached`) */
       error_code?: string | null;
     };
     /** ApprovalDecision */
@@ -1663,6 +1688,10 @@ export interface components {
             event_id: string;
             /** @example order.created */
             event_type: string;
+          }
+        | {
+            /** @constant */
+            type: "parent";
           };
       /** @description 1, and one more with every retry of the run */
       attempt: number;
@@ -1684,9 +1713,23 @@ export interface components {
       /** @description Who cancelled it through the API */
       cancelled_by?: components["schemas"]["Actor"] | null;
       /** @enum {string|null} */
-      cancel_reason?: "requested" | "workflow_deleted" | null;
+      cancel_reason?: "requested" | "workflow_deleted" | "parent_ended" | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
+      /** @description A child run's parent: the run, the step that started it and its index there; null for other runs */
+      parent: {
+        /** @example run_01jdx3kq9v7c2m5n8p4r6t0w1y */
+        run_id: string;
+        step_id: string;
+        index: number;
+      } | null;
+      /** @description Once the run succeeded: its workflow's output filled, else its last succeeded step's output; null before */
+      output: unknown;
+      /** @description Why a run failed that no step failed (its workflow's output could not be filled) */
+      error?: {
+        code: string;
+        message: string;
+      } | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1714,6 +1757,7 @@ export interface components {
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
       timeout_ms: number | null;
+      output?: unknown;
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -1729,6 +1773,7 @@ export interface components {
       trigger: components["schemas"]["Trigger"];
       steps: components["schemas"]["Step"][];
       timeout_ms?: number | null;
+      output?: unknown;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -1872,6 +1917,8 @@ export interface components {
       steps: components["schemas"]["Step"][];
       /** @description The most a run may take; a run over it fails with run_timed_out. Null: no limit */
       timeout_ms?: number | null;
+      /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
+      output?: unknown;
       version: number;
       /**
        * Format: date-time
@@ -2153,13 +2200,49 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /**
+     * RunWorkflowStepInput
+     * @description Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)
+     */
+    RunWorkflowStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "run_workflow";
+      /** @description A workflow of the same environment (`wf_…`, checked when written), or a template giving one (checked when the run gets there). Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      workflow_id: string;
+      /**
+       * @description The child run's input, at most 64 KiB as JSON. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only.
+       * @default {}
+       */
+      input?: {
+        [key: string]: unknown;
+      };
+      /**
+       * @description true: the step waits for the child and its output is `{run_id, status, output}`; false: it succeeds at once with `{run_id}`
+       * @default true
+       */
+      wait?: boolean;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     StepInput:
       | components["schemas"]["HttpStepInput"]
       | components["schemas"]["DelayStepInput"]
       | components["schemas"]["ApprovalStepInput"]
       | components["schemas"]["EmitStepInput"]
       | components["schemas"]["StopStepInput"]
-      | components["schemas"]["SetStepInput"];
+      | components["schemas"]["SetStepInput"]
+      | components["schemas"]["RunWorkflowStepInput"];
     Error: {
       error: {
         /** @enum {string} */
@@ -3892,6 +3975,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -3999,6 +4084,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -4240,6 +4327,8 @@ export interface operations {
           /** @description At most 256 KiB as JSON in all */
           steps?: components["schemas"]["StepInput"][];
           timeout_ms?: number | null;
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -4464,6 +4553,12 @@ export interface operations {
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
            *           "stop_message": "x",
+           *           "parent": {
+           *             "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "step_id": "x",
+           *             "index": 0
+           *           },
+           *           "output": {},
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4570,6 +4665,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4659,6 +4760,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4750,6 +4857,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4850,6 +4963,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4950,6 +5069,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5043,6 +5168,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5136,6 +5267,12 @@ export interface operations {
            *           "requested_at": "2026-11-23T10:00:00.000Z"
            *         },
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5255,6 +5392,7 @@ export interface operations {
         ending_before?: string;
         status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
         workflow_id?: string;
+        parent_run_id?: string;
         created_after?: string;
         created_before?: string;
       };
@@ -5318,6 +5456,12 @@ export interface operations {
            *             "requested_at": "2026-11-23T10:00:00.000Z"
            *           },
            *           "stop_message": "x",
+           *           "parent": {
+           *             "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "step_id": "x",
+           *             "index": 0
+           *           },
+           *           "output": {},
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
