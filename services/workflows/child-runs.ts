@@ -30,7 +30,9 @@ export interface ChildRunsOptions {
   runs: Collection<RunDoc>;
   workflows: ReadView<WorkflowDoc>;
   /** The environment's budget of run starts for the minute `now` falls in (RUN_STARTS_PER_MINUTE). */
-  startsBudget: (tenant: Required<Tenant>) => Budget;
+  startsBudget: (tenant: Required<Tenant>, now: number) => Budget;
+  /** The clock the start budgets count by (the platform's: a test's own in tests). */
+  now: () => number;
   /** Stores a run counted against each budget, all or none; null, or the budget that is spent (run-starts.mixin.ts). */
   startCounted: (tenant: Required<Tenant>, budgets: Budget[], run: RunDoc) => Promise<Budget | null>;
   /** Runs that may descend from one root run, and how long their budget is kept. */
@@ -89,7 +91,8 @@ export class ChildRuns {
     const child = childOf(workflow, run, input as Record<string, unknown>, c.now);
     const root = child.root_run_id as string;
     const descendants = { id: descendantsBudgetId(root), limit: this.o.descendantsMax, expiresAt: c.now + this.o.budgetTtlMs };
-    const starts = this.o.startsBudget(tenant);
+    const budgetNow = this.o.now();
+    const starts = this.o.startsBudget(tenant, budgetNow);
     let spent: Budget | null;
     try {
       spent = await this.o.startCounted(tenant, [descendants, starts], child);
@@ -107,7 +110,8 @@ export class ChildRuns {
         c,
         "limit_reached",
       );
-    if (spent) return childDeferred(run, c, starts.expiresAt - 59 * MINUTE_MS);
+    // The minute's starts are spent: again when the budget's next minute begins.
+    if (spent) return childDeferred(run, c, c.now + Math.max(0, MINUTE_MS - (budgetNow % MINUTE_MS)));
     this.o.wake(child.id, tenant);
     // Cancelled while the child was being stored: its end may have looked for children before this one was there.
     const parent = await this.o.runs.get(tenant, run.id);

@@ -299,7 +299,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       children: new ChildRuns({
         runs: this.runs,
         workflows: this.workflows,
-        startsBudget: (tenant) => this.startsBudget(tenant, this.settings.clock.now()),
+        startsBudget: (tenant, now) => this.startsBudget(tenant, now),
+        now: () => this.settings.clock.now(),
         startCounted: (tenant, budgets, run) => this.startCounted(tenant, budgets, run),
         descendantsMax: settings.runDescendantsMax,
         budgetTtlMs: settings.eventRetentionDays * DAY_MS,
