@@ -1435,6 +1435,7 @@ export interface components {
         [key: string]: unknown;
       };
       wait: boolean;
+      timeout_ms?: number;
       /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
       if?: string;
       /**
@@ -1624,7 +1625,7 @@ export interface components {
       decision?: components["schemas"]["ApprovalDecision"] | null;
       /**
        * Format: date-time
-       * @description Approval steps with a timeout_ms, while they wait: when they time out
+       * @description Approval and run_workflow steps with a timeout_ms, while they wait: when they time out
        * @example 2026-11-23T10:00:00.000Z
        */
       timeout_at?: string | null;
@@ -2226,6 +2227,8 @@ export interface components {
        * @default true
        */
       wait?: boolean;
+      /** @description With wait: a child not ended within this is cancelled, and the step fails with timed_out */
+      timeout_ms?: number;
       /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
       if?: string;
       /**

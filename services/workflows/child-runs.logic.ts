@@ -57,8 +57,9 @@ export function childStarted(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
   const started = { started_at: run.steps[run.cursor].started_at ?? iso(c.now), attempt_count: 1 };
   if (!step.wait) return advance(run, { ...started, output: { run_id: child.id } }, c);
   if (TERMINAL.has(child.status)) return childEnded(run, child, c);
-  // No due time: the child's end makes the parent due (child-runs.ts `ended`), on whatever node.
-  const steps = put(run, { ...started, status: "waiting", output: { run_id: child.id } });
+  // No due time but the step's time-out: the child's end makes the parent due (child-runs.ts `ended`), on whatever node.
+  const timeout = run.steps[run.cursor].timeout_at ?? (step.timeout_ms !== undefined ? iso(c.now + step.timeout_ms) : undefined);
+  const steps = put(run, { ...started, status: "waiting", output: { run_id: child.id }, ...(timeout && { timeout_at: timeout }) });
   return written(run, { status: "waiting", steps }, PARKED, c.now, true);
 }
 
@@ -75,6 +76,20 @@ export function childEnded(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
   const step = child.steps.findLast((s) => s.status === "failed");
   const why = step ? ` at its step '${step.id}': ${step.error ?? "failed"}` : child.error ? `: ${child.error.message}` : "";
   return fail(run, `the child run ${child.id} failed${why}`, c, { ...started, output }, "child_failed");
+}
+
+/** Whether the step's time-out has passed while it waits for its child. */
+export function pastTimeout(run: RunDoc, c: Clock): boolean {
+  const at = run.steps[run.cursor].timeout_at;
+  return run.steps[run.cursor].status === "waiting" && typeof at === "string" && Date.parse(at) <= c.now;
+}
+
+/** The child did not end within the step's timeout_ms (it is cancelled): the step fails with `timed_out`. */
+export function childTimedOut(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
+  const step = run.definition[run.cursor] as RunWorkflowStep;
+  const output = { run_id: child.id, status: "cancelled", output: null };
+  const why = `the child run ${child.id} did not end within the step's timeout_ms (${step.timeout_ms ?? "?"} ms); it is cancelled`;
+  return fail(run, why, c, { output, timeout_at: null }, "timed_out");
 }
 
 /** The step cannot start its child (`why`, with the limit or the workflow named): it fails, with `code`. */

@@ -11,6 +11,8 @@ import {
   descendantsBudgetId,
   mayHaveChildren,
   nestingFault,
+  pastTimeout,
+  childTimedOut,
 } from "./child-runs.logic";
 import { TemplateError } from "./outputs";
 import { cancel } from "./run-decisions.logic";
@@ -66,6 +68,9 @@ export class ChildRuns {
       const id = (state.output as { run_id?: unknown } | null)?.run_id;
       const child = typeof id === "string" ? await this.o.runs.get(tenant, id) : null;
       if (!child) return childRefused(run, `the child run ${String(id)} is gone (pruned?)`, c);
+      if (pastTimeout(run, c) && child.status !== "succeeded" && child.status !== "failed") {
+        return childTimedOut(run, await this.cancelled(child), c);
+      }
       return childStarted(run, child, c);
     }
     const step = run.definition[run.cursor] as RunWorkflowStep;
@@ -138,6 +143,25 @@ export class ChildRuns {
     if (mayHaveChildren(run)) await this.cancelChildren(run);
   }
 
+  /** Cancels `child` by compare-and-set (nothing when it changed meanwhile: the caller reads again) and wakes it to publish its end. */
+  private async cancelOne(child: RunDoc): Promise<boolean> {
+    const write = updateOf(cancel(child, Date.now(), undefined, "parent_ended"));
+    const done = await this.o.runs.update(tenantOf(child), { id: child.id, rev: child.rev }, write);
+    if (done) this.o.wake(child.id, tenantOf(child));
+    return done !== null;
+  }
+
+  /** `child`, cancelled unless it had ended: tried again while it changes under the engine that drives it. */
+  private async cancelled(child: RunDoc): Promise<RunDoc> {
+    let fresh: RunDoc | null = child;
+    for (let tries = 0; fresh && tries < CANCEL_ROUNDS; tries += 1) {
+      if (TERMINAL.has(fresh.status) || (await this.cancelOne(fresh))) return fresh;
+      fresh = await this.o.runs.get(tenantOf(child), child.id);
+    }
+    // The parent's drive stops here and is tried again when its claim runs out.
+    throw new Error(`run ${child.id}: kept changing while it was being cancelled`);
+  }
+
   /** Cancels `run`'s children that have not ended, each by compare-and-set; each cancelled child's end cancels its own. */
   private async cancelChildren(run: RunDoc): Promise<void> {
     const tenant = tenantOf(run);
@@ -148,15 +172,7 @@ export class ChildRuns {
         { sort: { id: 1 }, limit: CANCEL_BATCH },
       );
       if (batch.length === 0) return;
-      for (const child of batch) {
-        const now = Date.now();
-        const done = await this.o.runs.update(
-          tenant,
-          { id: child.id, rev: child.rev },
-          updateOf(cancel(child, now, undefined, "parent_ended")),
-        );
-        if (done) this.o.wake(child.id, tenant);
-      }
+      for (const child of batch) await this.cancelOne(child);
     }
     // The children kept changing: the parent's end is tried again when its claim runs out.
     throw new Error(`run ${run.id}: its children could not all be cancelled yet`);

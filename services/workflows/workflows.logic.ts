@@ -161,7 +161,7 @@ const FIELDS: Record<StepType, readonly string[]> = {
   emit: ["event_type", "data"],
   stop: ["status", "message"],
   set: ["output"],
-  run_workflow: ["workflow_id", "input", "wait"],
+  run_workflow: ["workflow_id", "input", "wait", "timeout_ms"],
 };
 /** Fields every step may have (docs/workflows/language.md). */
 const COMMON = ["if", "on_error"] as const;
@@ -335,7 +335,10 @@ function checkRunWorkflow(fault: StepFault, id: string, item: Record<string, unk
   if (jsonBytes(input) > STEP_VALUE_MAX_BYTES) throw fault.error("input", `input is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
   const wait = item.wait ?? true;
   if (typeof wait !== "boolean") throw fault.error("wait", `wait must be true or false; received ${echo(wait)}`);
-  return { id, type: "run_workflow", workflow_id: target, input, wait };
+  if (item.timeout_ms !== undefined && !wait)
+    throw fault.error("timeout_ms", "timeout_ms needs wait: true (a step that does not wait cannot time out)");
+  const timeout = item.timeout_ms === undefined ? {} : { timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, DELAY_MAX_MS) };
+  return { id, type: "run_workflow", workflow_id: target, input, wait, ...timeout };
 }
 
 /**

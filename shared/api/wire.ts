@@ -326,6 +326,8 @@ export interface RunWorkflowStep extends StepCommon {
   input: Record<string, unknown>;
   /** true: the step waits for the child and gives its output; false: it gives `{run_id}` at once. */
   wait: boolean;
+  /** With wait: the child not ended within this, it is cancelled and the step fails with `timed_out`. */
+  timeout_ms?: number;
 }
 export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | RunWorkflowStep;
 
@@ -402,7 +404,7 @@ export interface RunStep {
   message?: string | null;
   /** Approval steps, once decided. */
   decision?: ApprovalDecision | null;
-  /** Approval steps with a timeout_ms, while they wait: when they time out. */
+  /** Approval and run_workflow steps with a timeout_ms, while they wait: when they time out. */
   timeout_at?: string | null;
   /** http steps: the newest attempts (at most 10), each with why it failed. */
   attempts?: StepAttempt[];

@@ -84,6 +84,20 @@ describe("run_workflow", () => {
     expect(children[0].id).not.toBe(child.id);
   });
 
+  it("a child not ended within the step's timeout_ms is cancelled and the step fails with timed_out", async () => {
+    const slow = await create([{ id: "ok", type: "approval" }]);
+    const wf = await create([
+      { id: "call", type: "run_workflow", workflow_id: slow, timeout_ms: 300, on_error: "continue" },
+      { id: "after", type: "set", output: "{{ steps.call.error.code }}" },
+    ]);
+    const run = await ended(wf, await start(wf));
+    expect(run.status).toBe("succeeded");
+    const [child] = await childrenOf(run.id);
+    expect(run.steps[0]).toMatchObject({ status: "failed", error_code: "timed_out", output: { run_id: child.id, status: "cancelled" } });
+    expect(run.steps[1].output).toBe("timed_out");
+    expect(await ended(slow, child.id)).toMatchObject({ status: "cancelled", cancel_reason: "parent_ended" });
+  });
+
   it("cancelling a parent cancels its waiting children, and theirs", async () => {
     const leaf = await create([{ id: "ok", type: "approval" }]);
     const middle = await create([{ id: "leaf", type: "run_workflow", workflow_id: leaf }]);
@@ -205,6 +219,18 @@ describe("validation on write", () => {
       "steps[0].input.a",
     );
     expectError(await write([{ id: "c", type: "run_workflow", workflow_id: ok, retry: {} }]), 400, "parameter_unknown", "steps[0].retry");
+    expectError(
+      await write([{ id: "c", type: "run_workflow", workflow_id: ok, wait: false, timeout_ms: 5 }]),
+      400,
+      "parameter_invalid",
+      "steps[0].timeout_ms",
+    );
+    expectError(
+      await write([{ id: "c", type: "run_workflow", workflow_id: ok, timeout_ms: 0 }]),
+      400,
+      "parameter_invalid",
+      "steps[0].timeout_ms",
+    );
     expectError(await write([set], { output: { a: "{{ steps.nope.output }}" } }), 400, "parameter_invalid", "output.a");
     expectError(await write([set], { output: { a: "{{ input.( }}" } }), 400, "parameter_invalid", "output.a");
   });

@@ -89,9 +89,10 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
       workflow_id: { type: "string" },
       input: anyObject,
       wait: { type: "boolean" },
+      timeout_ms: { type: "integer" },
       ...STEP_COMMON,
     },
-    COMMON_KEYS,
+    ["timeout_ms", ...COMMON_KEYS],
   ),
   Step: {
     oneOf: [
@@ -222,9 +223,15 @@ const stepInputs: Record<string, JsonSchema> = {
         description:
           "true: the step waits for the child and its output is `{run_id, status, output}`; false: it succeeds at once with `{run_id}`",
       },
+      timeout_ms: {
+        type: "integer",
+        minimum: 1,
+        maximum: 30 * 24 * 60 * 60 * 1000,
+        description: "With wait: a child not ended within this is cancelled, and the step fails with timed_out",
+      },
       ...STEP_COMMON,
     },
-    ["id", "input", "wait", ...COMMON_KEYS],
+    ["id", "input", "wait", "timeout_ms", ...COMMON_KEYS],
     "Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)",
   ),
 };

@@ -86,7 +86,10 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       finished_at: nullable(time),
       message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
       decision: { ...refOrNull("ApprovalDecision"), description: "Approval steps, once decided" },
-      timeout_at: { ...nullable(time), description: "Approval steps with a timeout_ms, while they wait: when they time out" },
+      timeout_at: {
+        ...nullable(time),
+        description: "Approval and run_workflow steps with a timeout_ms, while they wait: when they time out",
+      },
       attempts: {
         type: "array",
         maxItems: 10,

@@ -8,6 +8,8 @@ import {
   MAX_NESTING,
   mayHaveChildren,
   nestingFault,
+  pastTimeout,
+  childTimedOut,
 } from "../../../../services/workflows/child-runs.logic";
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 import { storedAfter } from "../../../../services/workflows/run-write.logic";
@@ -61,6 +63,21 @@ describe("a run_workflow step", () => {
     const waiting = storedAfter(parent, write);
     expect(waiting.status).toBe("waiting");
     expect(waiting.steps[0]).toMatchObject({ status: "waiting", output: { run_id: kid.id }, attempt_count: 1 });
+  });
+
+  it("with timeout_ms, is due when it times out, and then fails with timed_out", () => {
+    const parent = parentOf([{ ...CALL, timeout_ms: 2_000 } as Step, AFTER]);
+    const kid = child(parent);
+    const write = childStarted(parent, kid, at(T0));
+    expect(write.set.due_at).toBe(T0 + 2_000);
+    const waiting = storedAfter(parent, write);
+    expect(pastTimeout(waiting, at(T0 + 1_999))).toBe(false);
+    expect(pastTimeout(waiting, at(T0 + 2_000))).toBe(true);
+    // Waiting again (woken early) keeps the first time-out.
+    expect(childStarted(waiting, kid, at(T0 + 500)).set.due_at).toBe(T0 + 2_000);
+    const failed = storedAfter(waiting, childTimedOut(waiting, { ...kid, status: "cancelled" }, at(T0 + 2_000)));
+    expect(failed.steps[0]).toMatchObject({ status: "failed", error_code: "timed_out", timeout_at: null });
+    expect(nextMove(waiting, at(T0 + 2_000))).toEqual({ kind: "child" });
   });
 
   it("keeps a run's time limit while it waits", () => {
