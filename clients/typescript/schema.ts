@@ -2227,7 +2227,7 @@ export interface components {
        * @default true
        */
       wait?: boolean;
-      /** @description With wait: a child not ended within this is cancelled, and the step fails with timed_out */
+      /** @description Needs wait: true. A child not ended within this is cancelled, and the step fails with timed_out */
       timeout_ms?: number;
       /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
       if?: string;

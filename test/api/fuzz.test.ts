@@ -90,6 +90,10 @@ function generation(): Generation {
       // CEL conditions (a step's if, a trigger's filter): no schema states CEL's grammar.
       if: fc.constantFrom("true", "{{ has(input.a) }}", "size(run.id) > 0"),
       filter: fc.constantFrom("true", "event.data.amount >= 500", "{{ event.type.startsWith('order') }}"),
+      // A run_workflow step's target must exist in the environment, or be a template, checked when the run gets there.
+      workflow_id: fc.constantFrom("{{ workflow.id }}", "{{ input.target }}"),
+      // A run_workflow step's timeout_ms needs wait: true, a rule the schema does not state.
+      wait: fc.constant(true),
     },
   };
 }

@@ -227,7 +227,7 @@ const stepInputs: Record<string, JsonSchema> = {
         type: "integer",
         minimum: 1,
         maximum: 30 * 24 * 60 * 60 * 1000,
-        description: "With wait: a child not ended within this is cancelled, and the step fails with timed_out",
+        description: "Needs wait: true. A child not ended within this is cancelled, and the step fails with timed_out",
       },
       ...STEP_COMMON,
     },
