@@ -3,7 +3,15 @@ import type { Run, Workflow } from "../../api";
 import { href } from "../../session";
 
 export const startedBy = (r: Run) =>
-  r.trigger.type === "event" ? <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a> : "manual";
+  r.trigger.type === "event" ? (
+    <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a>
+  ) : r.trigger.type === "parent" && r.parent ? (
+    <>
+      step <code>{r.parent.step_id}</code> of run <code>{r.parent.run_id}</code>
+    </>
+  ) : (
+    "manual"
+  );
 
 export const triggerText = (wf: Workflow) => (wf.trigger.type === "event" ? `on ${wf.trigger.event_type}` : "manual");
 
