@@ -65,7 +65,8 @@ export function childStarted(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
 
 /** The child has ended: the step succeeds with its output, or fails as the child did (`on_error` decides). */
 export function childEnded(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
-  const started = { started_at: run.steps[run.cursor].started_at ?? iso(c.now), attempt_count: 1 };
+  // The time-out goes with the wait: a retry of the run waits afresh.
+  const started = { started_at: run.steps[run.cursor].started_at ?? iso(c.now), attempt_count: 1, timeout_at: null };
   if (child.status === "succeeded") {
     const result = { run_id: child.id, status: child.status, output: child.output ?? null };
     return advance(run, { ...started, output: boundedOutput(result, outputsBytes(run.steps, run.cursor)) }, c);

@@ -75,6 +75,8 @@ describe("a run_workflow step", () => {
     expect(pastTimeout(waiting, at(T0 + 2_000))).toBe(true);
     // Waiting again (woken early) keeps the first time-out.
     expect(childStarted(waiting, kid, at(T0 + 500)).set.due_at).toBe(T0 + 2_000);
+    // A child that ends in time takes the time-out with it (a retry of the run then waits afresh).
+    expect(storedAfter(waiting, childEnded(waiting, { ...kid, status: "failed" }, at(T0 + 100))).steps[0].timeout_at).toBeNull();
     const failed = storedAfter(waiting, childTimedOut(waiting, { ...kid, status: "cancelled" }, at(T0 + 2_000)));
     expect(failed.steps[0]).toMatchObject({ status: "failed", error_code: "timed_out", timeout_at: null });
     expect(nextMove(waiting, at(T0 + 2_000))).toEqual({ kind: "child" });
