@@ -1,3 +1,4 @@
+import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { RunWorkflowStep } from "../../shared/api/wire";
 import { boundedOutput, outputsBytes } from "./outputs";
 import type { RunDoc } from "./run-doc";
@@ -77,6 +78,21 @@ export function childEnded(run: RunDoc, child: RunDoc, c: Clock): RunWrite {
   const step = child.steps.findLast((s) => s.status === "failed");
   const why = step ? ` at its step '${step.id}': ${step.error ?? "failed"}` : child.error ? `: ${child.error.message}` : "";
   return fail(run, `the child run ${child.id} failed${why}`, c, { ...started, output }, "child_failed");
+}
+
+/** The most a child's input may take as JSON, as a run's input through the API. */
+export const CHILD_INPUT_MAX_BYTES = 64 * 1024;
+
+/**
+ * Why a child's input, once its templates are filled, cannot be one (or null): it is held to what
+ * POST /workflows/{id}/runs accepts as `input`, an object at level 2 of the body.
+ */
+export function childInputFault(input: unknown): string | null {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return "the child's input must be an object";
+  if (Buffer.byteLength(JSON.stringify(input)) > CHILD_INPUT_MAX_BYTES)
+    return `the child's input, once its templates are filled, is over ${CHILD_INPUT_MAX_BYTES} bytes as JSON`;
+  const fault = findJsonFault(input, { level: 2 });
+  return fault && `the child's input, once its templates are filled, is ${describeJsonFault(fault, "input")}`;
 }
 
 /** Whether the step's time-out has passed while it waits for its child. */

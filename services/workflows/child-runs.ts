@@ -4,6 +4,7 @@ import type { Collection, ReadView, Tenant } from "../../shared/storage/types";
 import type { RunWorkflowStep } from "../../shared/api/wire";
 import {
   childDeferred,
+  childInputFault,
   childKey,
   childOf,
   childRefused,
@@ -88,6 +89,8 @@ export class ChildRuns {
       if (!(err instanceof TemplateError)) throw err;
       return childRefused(run, err.message, c, "template_error");
     }
+    const inputFault = childInputFault(input);
+    if (inputFault) return childRefused(run, inputFault, c);
     if (!isId("wf", target))
       return childRefused(run, `workflow_id gave ${JSON.stringify(target)}, which is not a workflow id (wf_…)`, c, "workflow_not_found");
     const workflow = await this.o.workflows.get(tenant, target);

@@ -180,6 +180,12 @@ describe("limits", () => {
     expect(run.steps[0].error).toBe(`no workflow '${globexWf}' in this environment`);
     const bad = await ended(wf, await start(wf, { target: "nope" }));
     expect(bad.steps[0].error).toMatch(/workflow_id gave "nope", which is not a workflow id/);
+    const leaf = await create([{ id: "x", type: "set", output: 1 }]);
+    const doubling = await create([{ id: "go", type: "run_workflow", workflow_id: leaf, input: { s: "{{ input.s + input.s }}" } }]);
+    const big = await ended(doubling, await start(doubling, { s: "x".repeat(40 * 1024) }));
+    expect(big.steps[0]).toMatchObject({ status: "failed", error_code: "step_failed" });
+    expect(big.steps[0].error).toMatch(/the child's input, once its templates are filled, is over 65536 bytes/);
+    expect(await childrenOf(big.id)).toEqual([]);
   });
 });
 

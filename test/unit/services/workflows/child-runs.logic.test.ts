@@ -1,5 +1,6 @@
 import {
   childDeferred,
+  childInputFault,
   childEnded,
   childKey,
   childOf,
@@ -127,6 +128,15 @@ describe("a run_workflow step", () => {
     });
     const later = childDeferred(parent, at(T0), T0 + 60_000);
     expect(later).toMatchObject({ released: true, set: { due_at: T0 + 60_000 } });
+  });
+
+  it("holds a child's filled input to what a run's input may be", () => {
+    expect(childInputFault({ a: 1 })).toBeNull();
+    expect(childInputFault([1])).toMatch(/must be an object/);
+    expect(childInputFault({ s: "x".repeat(64 * 1024) })).toMatch(/over 65536 bytes as JSON/);
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i += 1) deep = [deep];
+    expect(childInputFault({ deep })).toMatch(/nested deeper than/);
   });
 
   it("has children to cancel only when it failed or was cancelled with a run_workflow step", () => {
