@@ -84,7 +84,7 @@ export interface Settings {
   workflowRetryBaseMs: number;
   /** Runs started per minute in one environment of an organization: through the API, 429 beyond; by events, they wait for the next minute. */
   runStartsPerMinute: number;
-  /** Runs that may descend from one root run through run_workflow steps (at most 10,000: services/workflows/child-runs.logic.ts). */
+  /** Runs that may descend from one root run through run_workflow steps: at most 10,000 (docs/decisions/0118-child-run-limits.md). */
   runDescendantsMax: number;
   /** Bytes of documents one environment of an organization may store (docs/security/storage-quota.md). */
   storageQuotaBytes: number;

@@ -19,14 +19,15 @@ import type { WorkflowDoc } from "./workflows.logic";
 
 /** Levels of child runs under a root run. */
 export const MAX_NESTING = 5;
-/** Runs that may descend from one root run (children, their children, …), counted in a budget (workflows.store.ts). */
-export const MAX_DESCENDANTS = 10_000;
 
 /** The key a child is stored under: one child per parent, step, index and attempt of the parent. */
 export const childKey = (parent: RunDoc, stepId: string, index: number): string =>
   `parent/${parent.id}/${stepId}/${index}/${parent.attempt ?? 1}`;
 
-/** The budget that counts the runs descending from `rootId` (under the root's id, as an event chain's is under its root event's). */
+/**
+ * The budget that counts the runs descending from `rootId` (under the root's id, as an event chain's
+ * is under its root event's), against RUN_DESCENDANTS_MAX (shared/config.ts: at most 10,000).
+ */
 export const descendantsBudgetId = (rootId: string): string => `descendants/${rootId}`;
 
 /** Why a new child of `parent` would be too deep, or null. */

@@ -68,7 +68,7 @@ export class ChildRuns {
     if (state.status === "waiting") {
       const id = (state.output as { run_id?: unknown } | null)?.run_id;
       const child = typeof id === "string" ? await this.o.runs.get(tenant, id) : null;
-      if (!child) return childRefused(run, `the child run ${String(id)} is gone (pruned?)`, c);
+      if (!child) return childRefused(run, `the child run ${String(id)} is not found (pruned after EVENT_RETENTION_DAYS?)`, c);
       if (pastTimeout(run, c) && child.status !== "succeeded" && child.status !== "failed") {
         return childTimedOut(run, await this.cancelled(child), c);
       }
@@ -114,7 +114,7 @@ export class ChildRuns {
     if (spent === descendants)
       return childRefused(
         run,
-        `limit reached: at most ${this.o.descendantsMax} runs may descend from one root run (MAX_DESCENDANTS; root ${root})`,
+        `limit reached: at most ${this.o.descendantsMax} runs may descend from one root run (RUN_DESCENDANTS_MAX; root ${root})`,
         c,
         "limit_reached",
       );
