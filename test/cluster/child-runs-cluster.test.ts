@@ -102,6 +102,27 @@ describe("child runs under SIGKILL", () => {
     expect((await childrenOf(run)).map((r) => r.id)).toEqual([kid.id]);
   });
 
+  it("a parent cancelled just before its node is killed still cancels its child, once a node runs", async () => {
+    // w5 alone: the node that stores the cancellation is the one killed.
+    await Promise.all(nodes.filter((n) => n.name !== "api").map((n) => n.kill("SIGKILL")));
+    const only = await workflowsNode("w5");
+    const child = await create([{ id: "ok", type: "approval" }]);
+    const parent = await create([{ id: "ask", type: "run_workflow", workflow_id: child }]);
+    const run = (await api(gw, "POST", `/workflows/${parent}/runs`, { key: admin, body: {} })).body.data.id as string;
+    let kid: any;
+    await waitFor("the child to wait", async () => {
+      kid = (await childrenOf(run))[0];
+      return kid?.status === "waiting" && (await runOf(parent, run)).status === "waiting";
+    });
+    expect((await api(gw, "POST", `/workflows/${parent}/runs/${run}/cancel`, { key: admin })).status).toBe(200);
+    // The cancellation is stored; carrying it to the child is the engine's, on whatever node runs next.
+    await only.kill("SIGKILL");
+    await workflowsNode("w6");
+    await ended(child, kid.id);
+    expect(await runOf(child, kid.id)).toMatchObject({ status: "cancelled", cancel_reason: "parent_ended" });
+    expect((await runOf(parent, run)).status).toBe("cancelled");
+  });
+
   it("parents whose nodes are killed while they start children start each child once, and finish on a new node", async () => {
     const leaf = await create([{ id: "nap", type: "delay", duration_ms: 300 }], { output: "{{ input.n }}" });
     const steps = Array.from({ length: 12 }, (_, n) => ({
