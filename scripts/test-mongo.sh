@@ -38,5 +38,7 @@ const mongoose = require("mongoose");
 
 npm run --silent build || exit 1
 ignore=$(IFS='|'; echo "${SQLITE_ONLY[*]}")
-echo "test:mongo: the storage contract suite and test/api/ except: ${SQLITE_ONLY[*]}"
-WFP_TEST_STORE=mongo npx jest test/integration/storage.contract.test.ts test/api --testPathIgnorePatterns "$ignore" "$@"
+# The storage recount on the store, and as the CLI process that opens the store directly.
+CLI_SUITES=(test/integration/storage-recount.test.ts test/cluster/cli-storage-recount.test.ts)
+echo "test:mongo: the storage contract suite, ${CLI_SUITES[*]} and test/api/ except: ${SQLITE_ONLY[*]}"
+WFP_TEST_STORE=mongo npx jest test/integration/storage.contract.test.ts "${CLI_SUITES[@]}" test/api --testPathIgnorePatterns "$ignore" "$@"

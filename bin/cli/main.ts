@@ -7,6 +7,7 @@ import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
 import { RAW_COMMANDS } from "./commands/raw";
 import { RESEND_COMMANDS } from "./commands/resend";
+import { STORAGE_COMMANDS } from "./commands/storage";
 import { WEBHOOK_COMMANDS } from "./commands/webhooks";
 import { WORKFLOW_COMMANDS } from "./commands/workflows";
 import { apiClient, ApiCallError } from "./http";
@@ -36,6 +37,7 @@ const COMMANDS: Record<string, Command> = {
   ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
   ...RAW_COMMANDS,
+  ...STORAGE_COMMANDS,
 };
 
 const usageOf = (name: string, cmd: Command) =>

@@ -1731,6 +1731,14 @@ export interface components {
         code: string;
         message: string;
       } | null;
+      /** @description Its workflow's timeout_ms when the run started; null: no limit */
+      timeout_ms: number | null;
+      /**
+       * Format: date-time
+       * @description When the run fails with run_timed_out if it has not ended (its start or last retry plus timeout_ms); null: no limit
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      deadline_at: string | null;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -4562,6 +4570,8 @@ export interface operations {
            *             "index": 0
            *           },
            *           "output": {},
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4674,6 +4684,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4769,6 +4781,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4866,6 +4880,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -4972,6 +4988,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5078,6 +5096,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5177,6 +5197,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5276,6 +5298,8 @@ export interface operations {
            *           "index": 0
            *         },
            *         "output": {},
+           *         "timeout_ms": 1,
+           *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
            *         "updated_at": "2026-11-23T10:00:00.000Z",
            *         "finished_at": "2026-11-23T10:00:00.000Z"
@@ -5465,6 +5489,8 @@ export interface operations {
            *             "index": 0
            *           },
            *           "output": {},
+           *           "timeout_ms": 1,
+           *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
            *           "updated_at": "2026-11-23T10:00:00.000Z",
            *           "finished_at": "2026-11-23T10:00:00.000Z"

@@ -24,6 +24,7 @@ export type {
   Webhook,
   WebhookWithSecret,
   Workflow,
+  WorkflowVersion,
   WorkflowWithSecret,
 } from "../../shared/api/wire";
 

@@ -7,7 +7,7 @@ export interface OutboxEvent {
 }
 
 /** A run as stored: what the API shows (shared/api/wire.ts) and the fields that run it. */
-export interface RunDoc extends Omit<Run, "object"> {
+export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   org_id: string;
   /** Internal: the steps as they were when the run started (the workflow may change meanwhile). */
   definition: Step[];

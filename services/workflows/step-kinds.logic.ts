@@ -61,7 +61,12 @@ export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): M
     case "run_workflow":
       return { kind: "child" };
     case "http":
-      if (run.status === "running" && state.status === "running") return { kind: "call", request: requestOf(step, run, secrets) };
+      if (run.status === "running" && state.status === "running") {
+        // A claim covers its margin only: a run claimed with its attempt still to make first stores
+        // a claim covering the request's time-out, else another claim would send it again meanwhile.
+        if ((run.due_at ?? 0) >= c.now + step.timeout_ms) return { kind: "call", request: requestOf(step, run, secrets) };
+        return write(written(run, {}, keep(c), c.now, false));
+      }
       // Shown as running before the request leaves (a crash then repeats the attempt). Not
       // progress: a request whose answer is never stored counts towards MAX_STALLS.
       return write(

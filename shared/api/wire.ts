@@ -459,6 +459,10 @@ export interface Run {
   cancel_reason?: "requested" | "workflow_deleted" | "parent_ended" | null;
   /** The message of the stop step that ended the run, or null. */
   stop_message?: string | null;
+  /** Its workflow's `timeout_ms` when the run started, or null: no limit. */
+  timeout_ms?: number | null;
+  /** When the run fails with `run_timed_out` if it has not ended (its start, or its last retry, plus `timeout_ms`), or null. */
+  deadline_at?: string | null;
   /** A child run's parent (a run_workflow step started it), or null. */
   parent?: RunParent | null;
   /** Once the run succeeded: its workflow's `output` filled, else its last succeeded step's output; null before. */

@@ -21,7 +21,8 @@ import { MARKERS } from "./events";
  * own, bounded by their retention, and not counted.
  */
 export interface StoragePolicy {
-  checked: boolean;
+  /** Whether an insert is checked: for all of the collection's documents, or for those `checked` answers true for. */
+  checked: boolean | ((doc: Record<string, unknown>) => boolean);
   volatile: readonly string[];
   /**
    * A revision field every write of other than volatile fields changes, and that such writes
@@ -32,7 +33,9 @@ export interface StoragePolicy {
 }
 
 export const STORAGE_POLICIES: Readonly<Record<string, StoragePolicy>> = {
-  events: { checked: true, volatile: MARKERS },
+  // Events clients send are checked; those services hand over (a run's system events, its `emit`
+  // steps) record what was accepted already and are only counted.
+  events: { checked: (doc) => doc.source === "api", volatile: MARKERS },
   webhooks: { checked: true, volatile: ["consecutive_failures"] },
   api_keys: { checked: true, volatile: ["last_used_at"] },
   workflows: { checked: true, volatile: [] },
@@ -45,6 +48,10 @@ export const STORAGE_POLICIES: Readonly<Record<string, StoragePolicy>> = {
   idempotency_keys: { checked: false, volatile: [] },
   event_types: { checked: false, volatile: [] },
 };
+
+/** Whether inserting `doc` is checked against the quota (see StoragePolicy). */
+export const insertChecked = (policy: StoragePolicy, doc: Record<string, unknown>): boolean =>
+  typeof policy.checked === "function" ? policy.checked(doc) : policy.checked;
 
 /** A counter row: `bytes` of one tenant's counted documents written by one service. */
 export interface StorageUsageDoc {
@@ -84,6 +91,60 @@ export const usageDoc = (t: Required<Tenant>): StorageUsageDoc => ({ id: usageId
  */
 export function storedSize(doc: Record<string, unknown>, volatile: readonly string[]): number {
   return JSON.stringify(doc).length - volatileSize(doc, volatile);
+}
+
+/** Each top-level field's part of a document's JSON text (`"field":value,`), its volatile fields left out. */
+export type FieldSizes = Record<string, number>;
+
+const entrySize = (field: string, value: unknown): number => field.length + 4 + JSON.stringify(value).length;
+
+/**
+ * A document's size as `storedSize` counts it, and each field's part of it: the JSON text of an
+ * object is one brace plus, per field, its key, value, quotes, colon and a comma or closing brace.
+ */
+export function measureFields(doc: Record<string, unknown>, volatile: readonly string[]): { size: number; fields: FieldSizes } {
+  const fields: FieldSizes = {};
+  let size = 1;
+  for (const [field, value] of Object.entries(doc)) {
+    if (value === undefined || volatile.includes(field)) continue;
+    size += fields[field] = entrySize(field, value);
+  }
+  return { size, fields };
+}
+
+/**
+ * What `update` changes of the size of a document whose fields measure `fields`, and their
+ * measures after it, from the values it writes alone; null when it writes anything but whole
+ * top-level fields (`$set` and `$unset` of undotted paths), which needs the document.
+ */
+export function sizeChangeOf(
+  fields: FieldSizes,
+  update: Update,
+  volatile: readonly string[],
+): { delta: number; fields: FieldSizes } | null {
+  if (update.$inc || update.$push) return null;
+  const after = { ...fields };
+  let delta = 0;
+  const drop = (field: string) => {
+    delta -= after[field] ?? 0;
+    delete after[field];
+  };
+  for (const [field, value] of Object.entries(update.$set ?? {})) {
+    if (field.includes(".")) return null;
+    if (volatile.includes(field)) continue;
+    if (value === undefined) {
+      drop(field);
+      continue;
+    }
+    const size = entrySize(field, value);
+    delta += size - (after[field] ?? 0);
+    after[field] = size;
+  }
+  for (const field of Object.keys(update.$unset ?? {})) {
+    if (field.includes(".")) return null;
+    if (!volatile.includes(field)) drop(field);
+  }
+  return { delta, fields: after };
 }
 
 /** The part of a document's JSON text its volatile fields take: `"field":value,` for each present. */

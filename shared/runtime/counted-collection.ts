@@ -1,4 +1,13 @@
-import { storedSize, tenantOf, volatileOnly, volatileSize, type StoragePolicy } from "../records/storage-quota";
+import {
+  insertChecked,
+  measureFields,
+  sizeChangeOf,
+  storedSize,
+  tenantOf,
+  volatileOnly,
+  type FieldSizes,
+  type StoragePolicy,
+} from "../records/storage-quota";
 import { applyUpdate } from "../storage/update";
 import type { AtomicWrite, Collection, Doc, Filter, FindOptions, Scope, Tenant, Update } from "../storage/types";
 
@@ -21,7 +30,7 @@ const BATCH = 256;
 /** Documents of a versioned collection remembered as last written here, at most (the oldest go first). */
 const RECENT_MAX = 1024;
 
-type Recent = { version: unknown; size: number; text?: string; doc?: Obj };
+type Recent = { version: unknown; tenant: Required<Tenant> | null; fields: FieldSizes };
 
 /** A counted collection: reads as the collection; writes also change their tenant's counter. */
 export class CountedCollection<T extends Doc> implements Collection<T> {
@@ -33,6 +42,11 @@ export class CountedCollection<T extends Doc> implements Collection<T> {
     private readonly accounting: Accounting,
   ) {
     this.name = inner.name;
+  }
+
+  /** The collection itself, its writes not counted (for a write whose count is taken care of). */
+  get uncounted(): Collection<T> {
+    return this.inner;
   }
 
   get(scope: Scope, id: string): Promise<T | null> {
@@ -55,8 +69,8 @@ export class CountedCollection<T extends Doc> implements Collection<T> {
   }
 
   /**
-   * Of a versioned collection: documents as this process last wrote them, by id, with their
-   * measured size (as JSON text after an insert; as the object this class made after an update).
+   * Of a versioned collection: documents as this process last wrote them, by id: their version,
+   * tenant and the size of each field (numbers only, so nothing of the documents is kept alive).
    */
   private readonly recent = new Map<string, Recent>();
 
@@ -77,50 +91,56 @@ export class CountedCollection<T extends Doc> implements Collection<T> {
 
   async insert(doc: T): Promise<T> {
     const tenant = tenantOf(doc as unknown as Obj);
-    const text = JSON.stringify(doc);
-    const size = text.length - volatileSize(doc as unknown as Obj, this.policy.volatile);
+    const { size, fields } = measureFields(doc as unknown as Obj, this.policy.volatile);
     await this.accounting.apply(
       [{ op: "insert", collection: this.inner, doc }],
-      tenant ? [{ tenant, delta: size, checked: this.policy.checked }] : [],
+      tenant ? [{ tenant, delta: size, checked: insertChecked(this.policy, doc as unknown as Obj) }] : [],
     );
-    this.inserted(doc as unknown as Obj, size, text);
+    this.inserted(doc as unknown as Obj, fields);
     return doc;
   }
 
   /** After `doc` was stored (here or through `atomically`): remembered, in a versioned collection. */
-  inserted(doc: Obj, size: number, text: string): void {
-    if (this.policy.version) this.remember(doc.id as string, { version: doc[this.policy.version], size, text });
+  inserted(doc: Obj, fields: FieldSizes): void {
+    if (this.policy.version) this.remember(doc.id as string, { version: doc[this.policy.version], tenant: tenantOf(doc), fields });
   }
 
   async update(scope: Scope, filter: Filter, update: Update, options: Pick<FindOptions, "sort"> = {}): Promise<T | null> {
-    if (volatileOnly(update, this.policy.volatile)) return this.inner.update(scope, filter, update, options);
-    // The document the update would take, read first to measure what it changes (unless this
-    // process wrote it last, at the version the filter pins); if another write changed it meanwhile
-    // so that it no longer matches, the next match is taken, as the store would.
+    const { volatile, version } = this.policy;
+    if (volatileOnly(update, volatile)) return this.inner.update(scope, filter, update, options);
     for (let tries = 0; tries < TRIES; tries += 1) {
+      // A document this process wrote last, at the version the filter pins, and an update of whole
+      // fields: measured from what the update writes, nothing read.
       const known = this.known(filter);
-      let before: Obj;
-      let beforeSize: number;
-      if (known) {
+      const change = known && sizeChangeOf(known.fields, update, volatile);
+      if (known && change) {
         this.recent.delete(filter.id as string);
-        before = known.doc ?? (JSON.parse(known.text as string) as Obj);
-        beforeSize = known.size;
-      } else {
-        const target = (await this.inner.findOne(scope, filter, options)) as Obj | null;
-        if (!target) return null;
-        before = target;
-        beforeSize = storedSize(target, this.policy.volatile);
+        const written = await this.accounting.apply(
+          [{ op: "update", collection: this.inner, scope, filter, update }],
+          known.tenant ? [{ tenant: known.tenant, delta: change.delta, checked: false }] : [],
+        );
+        if (!written) return null;
+        const next = version && update.$set?.[version];
+        if (next !== undefined) this.remember(filter.id as string, { version: next, tenant: known.tenant, fields: change.fields });
+        return written[0] as T;
       }
+      // Else the document the update would take is read first to measure what it changes; if
+      // another write changed it meanwhile so that it no longer matches, the next match is taken,
+      // as the store would.
+      const before = (await this.inner.findOne(scope, filter, options)) as Obj | null;
+      if (!before) return null;
       const id = before.id as string;
+      const beforeSize = storedSize(before, volatile);
+      // applyUpdate changes the document it is given.
       const after = applyUpdate(before, update);
-      const afterSize = storedSize(after, this.policy.volatile);
+      const measured = measureFields(after, volatile);
       const tenant = tenantOf(after);
       const written = await this.accounting.apply(
         [{ op: "update", collection: this.inner, scope, filter: { ...filter, id }, update }],
-        tenant ? [{ tenant, delta: afterSize - beforeSize, checked: false }] : [],
+        tenant ? [{ tenant, delta: measured.size - beforeSize, checked: false }] : [],
       );
       if (written) {
-        if (this.policy.version) this.remember(id, { version: after[this.policy.version], size: afterSize, doc: after });
+        if (version) this.remember(id, { version: after[version], tenant, fields: measured.fields });
         return written[0] as T;
       }
     }

@@ -1,4 +1,6 @@
 import {
+  insertChecked,
+  measureFields,
   STORAGE_COUNTING_SERVICES,
   STORAGE_POLICIES,
   storageUsageSpec,
@@ -137,12 +139,11 @@ export class StorageAccounting implements Accounting {
       if (write.op === "insert") {
         const doc = write.doc as unknown as Obj;
         const tenant = tenantOf(doc);
-        const text = JSON.stringify(doc);
-        const size = text.length - volatileSize(doc, policy.volatile);
-        if (tenant) changes.push({ tenant, delta: size, checked: policy.checked });
+        const { size, fields } = measureFields(doc, policy.volatile);
+        if (tenant) changes.push({ tenant, delta: size, checked: insertChecked(policy, doc) });
         if (write.collection instanceof CountedCollection) {
           const counted = write.collection;
-          stored.push(() => counted.inserted(doc, size, text));
+          stored.push(() => counted.inserted(doc, fields));
         }
         out.push(write);
         continue;
@@ -190,7 +191,7 @@ export class StorageAccounting implements Accounting {
       counters.push({ op: "update", collection: this.usage, scope: tenant, filter, update: { $inc: { bytes: delta } } });
     }
     if (counters.length === 0) {
-      const written = await this.store.atomically(writes);
+      const written = await (writes.length === 1 ? alone(writes[0]) : this.store.atomically(writes));
       if (written) this.defer(deferred);
       return written;
     }
@@ -283,4 +284,15 @@ export class StorageAccounting implements Accounting {
       ),
     );
   }
+}
+
+/**
+ * One write with no counter to change alongside (its change deferred): stored by itself, as
+ * `atomically` would store it, without a transaction around it.
+ */
+async function alone(write: AtomicWrite): Promise<Doc[] | null> {
+  const collection = write.collection instanceof CountedCollection ? write.collection.uncounted : write.collection;
+  if (write.op === "insert") return [await collection.insert(write.doc)];
+  const doc = await collection.update(write.scope, write.filter, write.update);
+  return doc ? [doc] : null;
 }

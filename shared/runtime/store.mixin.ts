@@ -3,6 +3,7 @@ import { Outbox, outboxSpec, type OutboxRow } from "./outbox";
 import { DEFAULT_STORAGE_QUOTA_BYTES } from "../config";
 import type { PlatformSettings } from "./platform";
 import { StorageAccounting } from "./storage-accounting";
+import { RECOUNT_COMMAND, uncountedCollections } from "./storage-recount";
 import { STORAGE_POLICIES, storageUsageSpec } from "../records/storage-quota";
 import {
   ALL_TENANTS,
@@ -122,6 +123,28 @@ async function applySchemas(collections: ReadView<Doc>[]): Promise<void> {
   await Promise.all(collections.map((c) => c.findOne(ALL_TENANTS, { id: "" })));
 }
 
+/**
+ * One warning when a service starts with counted collections holding documents and no counter row
+ * at all: data stored before the counters existed (an upgrade), which no write ever counts again.
+ * Only a warning: the service runs, its tenants' usage counted low by what is not counted.
+ */
+async function warnUncounted(
+  service: { logger: { warn(...args: unknown[]): void } },
+  declaration: StoreDeclaration,
+  accounting: StorageAccounting,
+): Promise<void> {
+  const vars = service as unknown as Record<string, ReadView<Doc>>;
+  const counted = Object.entries(declaration.owns)
+    .filter(([, spec]) => spec.name in STORAGE_POLICIES)
+    .map(([key]) => vars[key]);
+  if (counted.length === 0) return;
+  const names = await uncountedCollections(accounting.usage, counted);
+  if (names.length === 0) return;
+  service.logger.warn(
+    `storage quota: ${names.join(", ")} hold documents that ${accounting.usage.name} does not count (data from before the quota, or counters removed): its tenants can store that much beyond their quota until '${RECOUNT_COMMAND}' is run with the platform stopped (docs/security/storage-quota.md)`,
+  );
+}
+
 /** Each service's storage accounting, to store what it has counted when the service stops. */
 const accountings = new WeakMap<object, StorageAccounting>();
 
@@ -170,6 +193,9 @@ export function StoreMixin(declaration: StoreDeclaration): Partial<ServiceSchema
     async started() {
       await (this as unknown as { storeOpened: Promise<void> }).storeOpened;
       await applySchemas(held.get(this) ?? []);
+      const accounting = accountings.get(this);
+      // Advisory: a store that cannot answer these reads fails the service's first request instead.
+      if (accounting) await warnUncounted(this, declaration, accounting).catch(() => undefined);
       (this as unknown as { outbox?: Outbox }).outbox?.start();
     },
     async stopped() {

@@ -55,4 +55,33 @@ describe("the API reference at /v1/openapi.json", () => {
     });
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toContain("parameter_invalid");
   });
+
+  it("describes every field of a run, its steps and attempts, and its version's steps that the dashboard's run page reads", () => {
+    const schemas = doc.components.schemas;
+    const fields = (schema: any) => Object.keys(schema.properties).sort();
+    expect(fields(schemas.Run)).toEqual(
+      expect.arrayContaining(["status", "steps", "pending_approval", "stop_message", "timeout_ms", "deadline_at", "workflow_version"]),
+    );
+    expect(schemas.Run.properties.deadline_at).toMatchObject({ type: ["string", "null"], format: "date-time" });
+    expect(fields(schemas.RunStep)).toEqual(
+      expect.arrayContaining([
+        "status",
+        "attempt_count",
+        "attempts",
+        "error",
+        "error_code",
+        "timeout_at",
+        "started_at",
+        "finished_at",
+        "output",
+      ]),
+    );
+    expect(schemas.RunStep.properties.status.enum).toContain("skipped");
+    expect(fields(schemas.RunStep.properties.attempts.items)).toEqual(["attempt", "error", "finished_at", "started_at", "status_code"]);
+    for (const kind of ["HttpStep", "DelayStep", "ApprovalStep", "EmitStep", "StopStep", "SetStep"])
+      expect({ kind, if: fields(schemas[kind]).includes("if") }).toEqual({ kind, if: true });
+    expect(fields(schemas.HttpStep)).toEqual(expect.arrayContaining(["retry", "retries", "on_error"]));
+    expect(fields(schemas.ApprovalStep)).toEqual(expect.arrayContaining(["timeout_ms", "on_error"]));
+    expect(fields(schemas.WorkflowVersion)).toEqual(expect.arrayContaining(["steps", "timeout_ms"]));
+  });
 });

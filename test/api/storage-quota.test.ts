@@ -233,6 +233,18 @@ describe("the storage quota and runs started through the API", () => {
       steps: [{ type: "delay", duration_ms: 1 }],
     });
     expect(wf.status).toBe(201);
+    // A run accepted before the quota fills, waiting for a person; it emits an event once approved.
+    const held = await call("POST", "/workflows", {
+      name: "held",
+      trigger: { type: "manual" },
+      steps: [
+        { id: "ok", type: "approval" },
+        { id: "tell", type: "emit", event_type: "order.released", data: { n: "{{input.n}}" } },
+      ],
+    });
+    expect(held.status).toBe(201);
+    const waiting = await call("POST", `/workflows/${held.body.data.id}/runs`, { input: { n: 7 } });
+    expect(waiting.status).toBe(201);
     const input = { blob: "x".repeat(20_000) };
     let started = 0;
     let refused: Awaited<ReturnType<typeof call>> | undefined;
@@ -251,5 +263,25 @@ describe("the storage quota and runs started through the API", () => {
     // Reads are served, and the test environment is not held back.
     expect((await call("GET", `/workflows/${wf.body.data.id}/runs`)).status).toBe(200);
     expect((await api(p.baseUrl, "POST", "/events", { key: org.test, body: { type: "small.one", data: {} } })).status).toBe(201);
+
+    // At the quota a client's event is refused, but the accepted run goes on: approved, it ends
+    // and its emitted event is stored (counted, not checked).
+    // (The events service reads the workflows service's counter at most once a second.)
+    const refusedEvent = await eventuallyValue(
+      "a client's event to be refused",
+      () => call("POST", "/events", { type: "order.sent", data: {} }),
+      (res) => res.status !== 201,
+    );
+    expectError(refusedEvent, 400, "quota_exceeded");
+    const runPath = `/workflows/${held.body.data.id}/runs/${waiting.body.data.id}`;
+    expect((await call("POST", `${runPath}/approve`, {})).status).toBe(200);
+    const ended = await eventuallyValue(
+      "the held run to end",
+      async () => (await call("GET", runPath)).body.data,
+      (run) => run.status !== "running",
+    );
+    expect(ended.status).toBe("succeeded");
+    const told = await call("GET", "/events?type=order.released");
+    expect(told.body.data.map((e: { data: unknown }) => e.data)).toEqual([{ n: 7 }]);
   }, 60_000);
 });

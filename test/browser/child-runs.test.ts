@@ -60,12 +60,14 @@ describe("a child run's page", () => {
     await screenshot(page, "30-child-run");
   });
 
-  it("says a child was cancelled with its parent", async () => {
+  it("shows a parent waiting for its child, and the child cancelled with its parent", async () => {
     const leaf = await workflow([{ id: "ok", type: "approval" }]);
     const top = await workflow([{ id: "call", type: "run_workflow", workflow_id: leaf }]);
     const run = (await call("POST", `/workflows/${top}/runs`, { input: {} })).body.data.id as string;
-    await childOf(run, "waiting");
+    const waiting = await childOf(run, "waiting");
     await waitFor("the parent to wait", async () => (await call("GET", `/workflows/${top}/runs/${run}`)).body.data.status === "waiting");
+    await page.goto(dashboard(`#/workflows/${top}/runs/${run}`));
+    await page.getByRole("status", { name: "What the run waits for" }).getByText(`for its child run ${waiting.id}`).waitFor();
     expect((await call("POST", `/workflows/${top}/runs/${run}/cancel`)).status).toBe(200);
     const child = await childOf(run, "cancelled");
     await page.goto(dashboard(`#/workflows/${leaf}/runs/${child.id}`));

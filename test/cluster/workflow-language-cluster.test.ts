@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { api } from "../helpers/platform";
+import { eventuallyValue } from "../../tools/eventually";
 import {
   freePort,
   runCli,
@@ -17,7 +18,8 @@ import {
  * The language's constructs survive SIGKILL at their most delicate points, across real processes
  * over a real nats-server: a time-out that falls due while no workflows node runs, and a node
  * killed between an http attempt (under a retry policy, after conditions and set steps) and its
- * stored result.
+ * stored result; events that pass a trigger's filter while no workflows node runs, and a run killed
+ * while its failing step (on_error: continue) is in flight before a stop step.
  */
 jest.setTimeout(120_000);
 
@@ -36,6 +38,9 @@ beforeAll(async () => {
     hits.push({ path: req.url ?? "", at: Date.now() });
     const answer = () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     if (req.url?.startsWith("/slow")) setTimeout(answer, 1500);
+    // Long enough that the node driving it is killed while it is in flight, though the run starts
+    // while the node is still coming up.
+    else if (req.url?.startsWith("/refuse")) setTimeout(() => res.writeHead(500).end("no"), 6000);
     else answer();
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
@@ -156,5 +161,53 @@ describe("the workflow language under SIGKILL", () => {
     expect(hits.filter((h) => h.path === "/never")).toHaveLength(0);
     // The attempt cut by the kill was never stored: the step shows the one that finished.
     expect(done.steps[2].attempts.map((a: any) => a.status_code)).toEqual([200]);
+  });
+
+  it("events stored while no workflows node runs start one run each if they pass the filter; a kill before on_error and stop changes nothing", async () => {
+    await workflowsNode("w5");
+    const wf = await create({
+      trigger: { type: "event", event_type: "refund.*", filter: "event.data.amount >= 500" },
+      steps: [
+        { id: "charge", type: "http", url: url("/refuse/{{ input.event.data.amount }}"), timeout_ms: 10_000, on_error: "continue" },
+        {
+          id: "halt",
+          type: "stop",
+          if: "steps.charge.status == 'failed'",
+          status: "failed",
+          message: "refund {{ input.event.data.amount }} refused",
+        },
+        { id: "never", type: "http", url: url("/never") },
+      ],
+    });
+    await Promise.all(nodes.filter((n) => n.name !== "api").map((n) => n.kill("SIGKILL")));
+    for (const amount of [700, 10])
+      expect((await api(gw, "POST", "/events", { key: admin, body: { type: "refund.requested", data: { amount } } })).status).toBe(201);
+    const first = await workflowsNode("w6");
+    await waitFor("the failing step in flight", () => hits.some((h) => h.path === "/refuse/700"), 30_000);
+    await first.kill("SIGKILL");
+    const killedAt = Date.now();
+    await workflowsNode("w7");
+    const runs = await eventuallyValue(
+      "the run to end",
+      async () => (await api(gw, "GET", `/workflows/${wf}/runs`, { key: admin })).body.data,
+      (list: any[]) => list.length > 0 && list.every((r) => ["succeeded", "failed"].includes(r.status)),
+      60_000,
+    );
+    expect(runs).toHaveLength(1);
+    const done = await runOf(wf, runs[0].id);
+    expect(done.status).toBe("failed");
+    expect(done.stop_message).toBe("refund 700 refused");
+    // A failing stop fails its own step (error `stopped`); the steps after it are skipped.
+    expect(done.steps.map((s: any) => [s.status, s.error_code ?? null])).toEqual([
+      ["failed", expect.any(String)],
+      ["failed", "stopped"],
+      ["skipped", null],
+    ]);
+    // The attempt cut by the kill was never stored; the one after it is, once.
+    const refused = hits.filter((h) => h.path === "/refuse/700");
+    expect(refused).toHaveLength(2);
+    expect(refused[1].at).toBeGreaterThanOrEqual(killedAt);
+    expect(done.steps[0].attempts.map((a: any) => a.status_code)).toEqual([500]);
+    expect(hits.filter((h) => h.path.startsWith("/refuse/10")).length + hits.filter((h) => h.path === "/never").length).toBe(0);
   });
 });

@@ -162,6 +162,11 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         oneOf: [object("RunError", { code: { type: "string" }, message: { type: "string" } }), { type: "null" }],
         description: "Why a run failed that no step failed (its workflow's output could not be filled)",
       },
+      timeout_ms: { type: ["integer", "null"], description: "Its workflow's timeout_ms when the run started; null: no limit" },
+      deadline_at: {
+        ...nullable(time),
+        description: "When the run fails with run_timed_out if it has not ended (its start or last retry plus timeout_ms); null: no limit",
+      },
       created_at: time,
       updated_at: time,
       finished_at: nullable(time),

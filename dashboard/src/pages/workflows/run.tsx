@@ -1,18 +1,11 @@
 import { useState } from "preact/hooks";
-import type { ApprovalDecision } from "../../../../shared/api/wire";
-import { call, TERMINAL_RUN, type Run } from "../../api";
+import { call, TERMINAL_RUN, type Run, type WorkflowVersion } from "../../api";
 import { href } from "../../session";
 import { Confirm, ErrorNotice, Json, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
 import { actorText, COMMENT_MAX, startedBy } from "./common";
-
-function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
-  return (
-    <p class="decision" role="note">
-      {d.decision === "approved" ? "Approved" : "Rejected"} by <strong>{actorText(d.decided_by)}</strong> <Time at={d.decided_at} />
-      {d.comment && <q class="break">{d.comment}</q>}
-    </p>
-  );
-}
+import { definitionsOf, durationText, stopStepOf } from "./run-facts.logic";
+import { RunOutcome, RunWaiting } from "./run-outcome";
+import { RunSteps } from "./run-steps";
 
 type Decision = "approve" | "reject" | "cancel";
 const DECISIONS: Record<Decision, { title: string; body: string; action: string; danger?: true }> = {
@@ -37,10 +30,15 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
   );
   const again = useAction((kind: "retry" | "rerun") => call<Run>(key, "POST", `${base}/${kind}`));
   const current = run.data;
+  // The definition the run follows (its steps' conditions and time limits); a version no longer kept leaves them out.
+  const version = useApi<WorkflowVersion>(
+    current ? `/workflows/${encodeURIComponent(workflowId)}/versions/${current.workflow_version}` : null,
+  );
+  const definitions = definitionsOf(version.data?.steps);
   const pending = current?.status === "waiting" ? current.pending_approval : null;
   const waitingApproval = pending !== null && pending !== undefined;
-  // A rejection is a decision, not a fault: it is rerun, not retried.
-  const retryable = current?.status === "failed" && !current.steps.some((s) => s.decision?.decision === "rejected");
+  // A rejection or a stop step is a decision, not a fault: retried, it would end the same way; it is rerun.
+  const retryable = current?.status === "failed" && !current.steps.some((s) => s.decision?.decision === "rejected") && !stopStepOf(current);
 
   return (
     <section aria-labelledby="run-title">
@@ -83,6 +81,19 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
                   </dd>
                 </>
               )}
+              {typeof r.timeout_ms === "number" && (
+                <>
+                  <dt>Time limit</dt>
+                  <dd>
+                    {durationText(r.timeout_ms)}
+                    {r.deadline_at && (
+                      <>
+                        , until <Time at={r.deadline_at} />
+                      </>
+                    )}
+                  </dd>
+                </>
+              )}
               {r.status === "succeeded" && (
                 <>
                   <dt>Output</dt>
@@ -107,16 +118,8 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
                 </>
               )}
             </dl>
-            {r.status === "waiting" && r.pending_approval && (
-              <div class="notice wait" role="status">
-                This run waits for approval at step <code>{r.pending_approval.step_id}</code>
-                {r.pending_approval.message !== null && (
-                  <>
-                    : <q class="break">{r.pending_approval.message}</q>
-                  </>
-                )}
-              </div>
-            )}
+            <RunOutcome run={r} />
+            <RunWaiting run={r} definitions={definitions} />
             {!TERMINAL_RUN.has(r.status) &&
               (can("workflows:write") ? (
                 <div class="actions left">
@@ -165,36 +168,7 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
             )}
             <ErrorNotice error={decide.error ?? again.error} />
             <h3>Steps</h3>
-            <ol class="run-steps">
-              {r.steps.map((s) => (
-                <li key={s.id} class={`run-step ${s.status}`} aria-label={`Step ${s.id}: ${s.status}`}>
-                  <header>
-                    <code>{s.id}</code> <span class="chip">{s.type}</span> <Status value={s.status} />
-                    {s.attempt_count > 1 && <small class="muted"> {s.attempt_count} attempts</small>}
-                    <small class="muted right">
-                      <Time at={s.started_at} /> → <Time at={s.finished_at} />
-                    </small>
-                  </header>
-                  {s.type === "approval" && s.message !== undefined && s.message !== null && (
-                    <p class="muted break">
-                      Asked: <q>{s.message}</q>
-                    </p>
-                  )}
-                  {s.decision && <DecisionNote decision={s.decision} />}
-                  {s.error && (
-                    <p class="step-error" role="note">
-                      {s.error}
-                    </p>
-                  )}
-                  {s.output !== null && s.output !== undefined && (
-                    <details>
-                      <summary>Output</summary>
-                      <Json value={s.output} label={`Output of step ${s.id}`} />
-                    </details>
-                  )}
-                </li>
-              ))}
-            </ol>
+            <RunSteps run={r} definitions={definitions} />
             <details>
               <summary>Input</summary>
               <Json value={r.input} label="Run input" />

@@ -2,7 +2,7 @@ import { giveUp, handBack, MAX_STALLS, nextMove } from "../../../../services/wor
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 import { storedAfter as apply } from "../../../../services/workflows/run-write.logic";
 import { advance, fail, newRun, wait } from "../../../../services/workflows/runs.logic";
-import { at, claimed, STEPS, T0, waitingForApproval, workflow, writeOf } from "./run-fixtures";
+import { at, claimed, MARGIN, STEPS, T0, waitingForApproval, workflow, writeOf } from "./run-fixtures";
 
 /** The engine's moves other than a step's: hand back, the end past the last step, giving a run up. */
 describe("the engine's other writes", () => {
@@ -58,5 +58,23 @@ describe("giving a run up after MAX_STALLS claims that stored nothing", () => {
     const after = apply(run, write);
     expect(after).toMatchObject({ status: "waiting", outbox: [] });
     expect(after.due_at).toBeUndefined();
+  });
+});
+
+describe("an http attempt after a claim", () => {
+  it("is made once the stored claim covers the request's time-out, not before", () => {
+    // Shown running by the node that claimed it first, then claimed again: the claim covers MARGIN only.
+    const timeout = 10_000;
+    const steps = [{ ...STEPS[0], timeout_ms: timeout } as (typeof STEPS)[number]];
+    const started = claimed(newRun(workflow(steps), {}, { type: "manual" }, T0));
+    const running = apply(started, writeOf(nextMove(started, at(T0))));
+    expect(running.steps[0].status).toBe("running");
+    const reclaimed = { ...running, lease: "L2", due_at: T0 + 60_000 + MARGIN };
+    const first = nextMove(reclaimed, at(T0 + 60_000));
+    expect(first.kind).toBe("write");
+    const covered = apply(reclaimed, writeOf(first));
+    expect(covered.due_at).toBe(T0 + 60_000 + timeout + MARGIN);
+    expect(covered.stalls).toBe(reclaimed.stalls);
+    expect(nextMove(covered, at(T0 + 60_010)).kind).toBe("call");
   });
 });

@@ -1,7 +1,15 @@
 import fc from "fast-check";
 import type { ServiceSchema } from "moleculer";
 import { SERVICE_SCHEMAS } from "../../../../services";
-import { STORAGE_COUNTING_SERVICES, STORAGE_POLICIES, storedSize, tenantOf, volatileOnly } from "../../../../shared/records/storage-quota";
+import {
+  measureFields,
+  sizeChangeOf,
+  STORAGE_COUNTING_SERVICES,
+  STORAGE_POLICIES,
+  storedSize,
+  tenantOf,
+  volatileOnly,
+} from "../../../../shared/records/storage-quota";
 import { declarationOf } from "../../../../shared/runtime/store.mixin";
 import { applyUpdate } from "../../../../shared/storage/update";
 
@@ -11,6 +19,46 @@ const plain = fc.dictionary(
   fc.jsonValue({ maxDepth: 2 }),
   { maxKeys: 6 },
 );
+
+/** Top-level fields as services write them: identifiers. */
+const field = fc.stringMatching(/^[a-z_][a-z0-9_]{0,7}$/).filter((k) => k !== "__proto__");
+const fields = fc.dictionary(fc.oneof(field, fc.constantFrom(...VOLATILE)), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 6 });
+
+describe("measureFields and sizeChangeOf", () => {
+  it("measure a document as storedSize does", () => {
+    fc.assert(
+      fc.property(fields, (doc) => {
+        expect(measureFields({ id: "x", ...doc }, VOLATILE).size).toBe(storedSize({ id: "x", ...doc }, VOLATILE));
+      }),
+    );
+  });
+
+  it("answer what an update of whole fields changes, as measuring the document after it does", () => {
+    const update = fc.record({
+      $set: fields,
+      $unset: fc.dictionary(fc.oneof(field, fc.constantFrom(...VOLATILE)), fc.constant(true as const), { maxKeys: 3 }),
+    });
+    fc.assert(
+      fc.property(fields, update, (doc, { $set, $unset }) => {
+        const before = { id: "x", ...doc };
+        const clean = { $set, $unset: Object.fromEntries(Object.entries($unset).filter(([k]) => !(k in $set))) };
+        const measured = measureFields(before, VOLATILE);
+        const change = sizeChangeOf(measured.fields, clean, VOLATILE);
+        const after = applyUpdate(structuredClone(before), clean);
+        expect(change).not.toBeNull();
+        expect(measured.size + change!.delta).toBe(storedSize(after, VOLATILE));
+        expect(change!.fields).toEqual(measureFields(after, VOLATILE).fields);
+      }),
+    );
+  });
+
+  it("answer null for an update that writes inside a field or increments", () => {
+    const { fields: sizes } = measureFields({ id: "x", steps: [{ status: "running" }], n: 1 }, []);
+    expect(sizeChangeOf(sizes, { $set: { "steps.0.status": "succeeded" } }, [])).toBeNull();
+    expect(sizeChangeOf(sizes, { $inc: { n: 1 } }, [])).toBeNull();
+    expect(sizeChangeOf(sizes, { $push: { steps: {} } }, [])).toBeNull();
+  });
+});
 
 describe("storedSize", () => {
   it("is the JSON length of a document without volatile fields", () => {

@@ -1,0 +1,146 @@
+import fc from "fast-check";
+import {
+  attemptRowsOf,
+  definitionsOf,
+  durationText,
+  failedStepOf,
+  skipReasonOf,
+  stopStepOf,
+  timedOutOf,
+  waitingOf,
+} from "../../../dashboard/src/pages/workflows/run-facts.logic";
+import type { Run, RunStep, Step } from "../../../shared/api/wire";
+
+const T = "2026-11-27T10:00:00.000Z";
+const step = (id: string, over: Partial<RunStep> = {}): RunStep => ({
+  id,
+  type: "set",
+  status: "succeeded",
+  output: null,
+  error: null,
+  attempt_count: 1,
+  started_at: T,
+  finished_at: T,
+  ...over,
+});
+const run = (status: Run["status"], steps: RunStep[], over: Partial<Run> = {}) => ({
+  status,
+  steps,
+  deadline_at: null,
+  timeout_ms: null,
+  ...over,
+});
+
+describe("durationText", () => {
+  it.each([
+    [1, "1 ms"],
+    [999, "999 ms"],
+    [1000, "1 s"],
+    [1500, "1.5 s"],
+    [12_400, "12 s"],
+    [60_000, "1 min"],
+    [125_000, "2 min 5 s"],
+    [3_600_000, "1 h"],
+    [12_000_000, "3 h 20 min"],
+    [187_200_000, "2 d 4 h"],
+  ])("%i ms reads %s", (ms, text) => expect(durationText(ms)).toBe(text));
+
+  it("reads every duration up to 30 days as one or two whole units", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 30 * 86_400_000 }), (ms) =>
+        /^\d+(\.\d)? (ms|s|min|h|d)( \d+ (s|min|h))?$/.test(durationText(ms)),
+      ),
+    );
+  });
+});
+
+describe("why a step was skipped", () => {
+  const defs = definitionsOf([{ id: "review", type: "approval", message: null, if: "input.amount >= 500" } as Step]);
+
+  it("a step passed over by its condition has a finish time, and shows the condition", () => {
+    const r = run("succeeded", [step("review", { status: "skipped", started_at: null })]);
+    expect(skipReasonOf(r, r.steps[0], defs.get("review"))).toEqual({ kind: "condition", condition: "input.amount >= 500" });
+    expect(skipReasonOf(r, r.steps[0], undefined)).toEqual({ kind: "condition", condition: null });
+  });
+
+  it("a step after the one the run ended at has none, and names that step", () => {
+    const stopped = run("failed", [
+      step("halt", { type: "stop", status: "failed", error_code: "stopped" }),
+      step("pay", { status: "skipped", started_at: null, finished_at: null }),
+    ]);
+    expect(skipReasonOf(stopped, stopped.steps[1], undefined)).toEqual({ kind: "not_reached", at: "halt" });
+    const failed = run("failed", [step("a", { status: "failed" }), step("b", { status: "skipped", started_at: null, finished_at: null })]);
+    expect(skipReasonOf(failed, failed.steps[1], undefined)).toEqual({ kind: "not_reached", at: "a" });
+    expect(skipReasonOf(failed, failed.steps[0], undefined)).toBeNull();
+  });
+});
+
+describe("how a run ended", () => {
+  it("a failed run's failed step is the last that failed (one let through by on_error: continue comes before it)", () => {
+    const r = run("failed", [step("soft", { status: "failed" }), step("hard", { status: "failed" })]);
+    expect(failedStepOf(r)?.id).toBe("hard");
+    expect(failedStepOf({ ...r, status: "succeeded" })).toBeNull();
+  });
+
+  it("a stop step ends the run whichever status it gives it; one never reached did not", () => {
+    expect(stopStepOf(run("succeeded", [step("done", { type: "stop" })]))?.id).toBe("done");
+    expect(stopStepOf(run("failed", [step("a", { status: "failed" }), step("done", { type: "stop", status: "skipped" })]))).toBeNull();
+  });
+
+  it("tells the run's time-out (with its deadline) from an approval's", () => {
+    const r = run(
+      "failed",
+      [
+        step("gate", { type: "approval", status: "failed", error_code: "timed_out" }),
+        step("nap", { status: "failed", error_code: "run_timed_out" }),
+      ],
+      {
+        deadline_at: T,
+        timeout_ms: 5,
+      },
+    );
+    expect(timedOutOf(r).map((t) => [t.kind, t.step.id, t.kind === "run" && t.deadline])).toEqual([
+      ["approval", "gate", false],
+      ["run", "nap", T],
+    ]);
+  });
+});
+
+describe("until when a run waits", () => {
+  const later = "2026-11-27T11:00:00.000Z";
+  it("a delay until its start plus its duration; the run's deadline only when it comes first", () => {
+    const defs = definitionsOf([{ id: "nap", type: "delay", duration_ms: 3_600_000 }]);
+    const r = run("waiting", [step("nap", { type: "delay", status: "waiting", finished_at: null })]);
+    expect(waitingOf(r, defs)).toMatchObject({ until: later, deadline: null });
+    expect(waitingOf({ ...r, deadline_at: "2026-11-27T10:30:00.000Z" }, defs)?.deadline).toBe("2026-11-27T10:30:00.000Z");
+    expect(waitingOf({ ...r, deadline_at: "2026-11-27T12:00:00.000Z" }, defs)?.deadline).toBeNull();
+    expect(waitingOf({ ...r, status: "running" }, defs)).toBeNull();
+  });
+
+  it("an approval until its time-out, or with none until someone decides", () => {
+    const r = run("waiting", [step("gate", { type: "approval", status: "waiting", finished_at: null, timeout_at: later })]);
+    expect(waitingOf(r, new Map())).toMatchObject({ until: later, deadline: null });
+    const open = run("waiting", [step("gate", { type: "approval", status: "waiting", finished_at: null })], { deadline_at: later });
+    expect(waitingOf(open, new Map())).toMatchObject({ until: null, deadline: later });
+  });
+});
+
+describe("an http step's attempts", () => {
+  it("each with how long it took and the wait since the attempt before it, unknown when that one is no longer kept", () => {
+    const rows = attemptRowsOf([
+      {
+        attempt: 4,
+        started_at: "2026-11-27T10:00:00.000Z",
+        finished_at: "2026-11-27T10:00:00.040Z",
+        status_code: 503,
+        error: "the server answered 503",
+      },
+      { attempt: 5, started_at: "2026-11-27T10:00:01.040Z", finished_at: "2026-11-27T10:00:01.050Z", status_code: 200, error: null },
+    ]);
+    expect(rows.map((r) => [r.attempt, r.tookMs, r.waitedMs])).toEqual([
+      [4, 40, null],
+      [5, 10, 1000],
+    ]);
+    expect(attemptRowsOf(undefined)).toEqual([]);
+  });
+});
