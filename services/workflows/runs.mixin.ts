@@ -212,8 +212,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         count({ status: "queued" }),
         count({ status: "running" }),
         count({ status: "waiting" }),
-        // Waiting for a person: a wait the engine has no due time for.
-        count({ status: "waiting", due_at: null }),
+        // Waiting for a person: a wait the engine has no due time for, with an approval asked (a
+        // parent waiting for its child run has no due time either).
+        count({ status: "waiting", due_at: null, "pending_approval.step_id": { $exists: true } }),
       ]);
       for (const [status, n] of Object.entries({ queued, running, waiting })) this.metrics.set("runs", n, { status });
       this.metrics.set("runsAwaitingApproval", approval);
