@@ -41,6 +41,7 @@ export const SETTING_NAMES = [
   "WEBHOOK_ALLOW_PRIVATE_TARGETS",
   "WORKFLOW_RETRY_BASE_MS",
   "RUN_STARTS_PER_MINUTE",
+  "RUN_DESCENDANTS_MAX",
   "STORAGE_QUOTA_BYTES",
   "USAGE_RETENTION_DAYS",
   "EVENT_RETENTION_DAYS",
@@ -83,6 +84,8 @@ export interface Settings {
   workflowRetryBaseMs: number;
   /** Runs started per minute in one environment of an organization: through the API, 429 beyond; by events, they wait for the next minute. */
   runStartsPerMinute: number;
+  /** Runs that may descend from one root run through run_workflow steps: at most 10,000 (docs/decisions/0118-child-run-limits.md). */
+  runDescendantsMax: number;
   /** Bytes of documents one environment of an organization may store (docs/security/storage-quota.md). */
   storageQuotaBytes: number;
   usageRetentionDays: number;
@@ -248,6 +251,7 @@ export function loadSettings(env: Env = process.env): Settings {
     webhookAllowPrivateTargets: bool(env, "WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
     workflowRetryBaseMs: int(env, "WORKFLOW_RETRY_BASE_MS", 1000, 1, 600000),
     runStartsPerMinute: int(env, "RUN_STARTS_PER_MINUTE", 6000, 1, 10_000_000),
+    runDescendantsMax: int(env, "RUN_DESCENDANTS_MAX", 10_000, 1, 10_000),
     storageQuotaBytes: int(env, "STORAGE_QUOTA_BYTES", DEFAULT_STORAGE_QUOTA_BYTES, 1, Number.MAX_SAFE_INTEGER),
     usageRetentionDays: int(env, "USAGE_RETENTION_DAYS", 90, 1, 3650),
     eventRetentionDays: int(env, "EVENT_RETENTION_DAYS", 30, 1, 3650),

@@ -1597,6 +1597,29 @@ export interface components {
         [key: string]: string | number | boolean;
       };
     };
+    /** RunWorkflowStep */
+    RunWorkflowStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "run_workflow";
+      workflow_id: string;
+      input: {
+        [key: string]: unknown;
+      };
+      wait: boolean;
+      timeout_ms?: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     Step:
       | components["schemas"]["HttpStep"]
       | components["schemas"]["DelayStep"]
@@ -1604,7 +1627,8 @@ export interface components {
       | components["schemas"]["EmitStep"]
       | components["schemas"]["StopStep"]
       | components["schemas"]["SetStep"]
-      | components["schemas"]["WaitForEventStep"];
+      | components["schemas"]["WaitForEventStep"]
+      | components["schemas"]["RunWorkflowStep"];
     /**
      * Recovery
      * @description A background job redelivering a webhook's failed deliveries created in [since, until)
@@ -1738,6 +1762,8 @@ export interface components {
       timeout_ms?: number | null;
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
+      /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
+      output?: unknown;
       version: number;
       /**
        * Format: date-time
@@ -1760,7 +1786,7 @@ export interface components {
     RunStep: {
       id: string;
       /** @enum {string} */
-      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "wait_for_event";
+      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "wait_for_event" | "run_workflow";
       /** @enum {string} */
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
@@ -1791,7 +1817,7 @@ export interface components {
       } | null;
       /**
        * Format: date-time
-       * @description Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out
+       * @description Approval, wait_for_event and run_workflow steps with a timeout_ms, while they wait: when they time out
        * @example 2026-11-23T10:00:00.000Z
        */
       timeout_at?: string | null;
@@ -1811,7 +1837,7 @@ export interface components {
         status_code?: number;
         error: string | null;
       }[];
-      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_exceeded`) */
+      /** @description Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_reached`, `child_failed`, `child_cancelled`, `workflow_not_found`) */
       error_code?: string | null;
     };
     /** ApprovalDecision */
@@ -1866,6 +1892,10 @@ export interface components {
             scheduled_at: string;
             /** @enum {string} */
             source: "tick" | "trigger" | "backfill";
+          }
+        | {
+            /** @constant */
+            type: "parent";
           };
       /** @description 1, and one more with every retry of the run */
       attempt: number;
@@ -1887,7 +1917,7 @@ export interface components {
       /** @description Who cancelled it through the API */
       cancelled_by?: components["schemas"]["Actor"] | null;
       /** @enum {string|null} */
-      cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | null;
+      cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | "parent_ended" | null;
       /**
        * @description Cancelled by the workflow's cancel_on: the event that matched
        * @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y
@@ -1895,6 +1925,20 @@ export interface components {
       cancel_event_id?: string | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
+      /** @description A child run's parent: the run, the step that started it and its index there; null for other runs */
+      parent: {
+        /** @example run_01jdx3kq9v7c2m5n8p4r6t0w1y */
+        run_id: string;
+        step_id: string;
+        index: number;
+      } | null;
+      /** @description Once the run succeeded: its workflow's output filled, else its last succeeded step's output; null before */
+      output: unknown;
+      /** @description Why a run failed that no step failed (its workflow's output could not be filled) */
+      error?: {
+        code: string;
+        message: string;
+      } | null;
       /** @description Its workflow's timeout_ms when the run started; null: no limit */
       timeout_ms: number | null;
       /**
@@ -1932,6 +1976,7 @@ export interface components {
       timeout_ms: number | null;
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
+      output?: unknown;
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -1949,6 +1994,7 @@ export interface components {
       timeout_ms?: number | null;
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
+      output?: unknown;
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -2176,6 +2222,8 @@ export interface components {
       timeout_ms?: number | null;
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
+      /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
+      output?: unknown;
       version: number;
       /**
        * Format: date-time
@@ -2512,6 +2560,43 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /**
+     * RunWorkflowStepInput
+     * @description Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)
+     */
+    RunWorkflowStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "run_workflow";
+      /** @description A workflow of the same environment (`wf_…`, checked when written), or a template giving one (checked when the run gets there). Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      workflow_id: string;
+      /**
+       * @description The child run's input, at most 64 KiB as JSON. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only.
+       * @default {}
+       */
+      input?: {
+        [key: string]: unknown;
+      };
+      /**
+       * @description true: the step waits for the child and its output is `{run_id, status, output}`; false: it succeeds at once with `{run_id}`
+       * @default true
+       */
+      wait?: boolean;
+      /** @description Needs wait: true. A child not ended within this is cancelled, and the step fails with timed_out */
+      timeout_ms?: number;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     StepInput:
       | components["schemas"]["HttpStepInput"]
       | components["schemas"]["DelayStepInput"]
@@ -2519,7 +2604,8 @@ export interface components {
       | components["schemas"]["EmitStepInput"]
       | components["schemas"]["StopStepInput"]
       | components["schemas"]["SetStepInput"]
-      | components["schemas"]["WaitForEventStepInput"];
+      | components["schemas"]["WaitForEventStepInput"]
+      | components["schemas"]["RunWorkflowStepInput"];
     Error: {
       error: {
         /** @enum {string} */
@@ -4255,6 +4341,8 @@ export interface operations {
           timeout_ms?: number | null;
           /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
           cancel_on?: components["schemas"]["CancelOn"][];
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -4365,6 +4453,8 @@ export interface operations {
           timeout_ms?: number | null;
           /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
           cancel_on?: components["schemas"]["CancelOn"][];
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -4610,6 +4700,8 @@ export interface operations {
           timeout_ms?: number | null;
           /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
           cancel_on?: components["schemas"]["CancelOn"][] | null;
+          /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
+          output?: unknown;
         };
       };
     };
@@ -4837,6 +4929,12 @@ export interface operations {
            *           },
            *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
+           *           "parent": {
+           *             "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "step_id": "x",
+           *             "index": 0
+           *           },
+           *           "output": {},
            *           "timeout_ms": 1,
            *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",
@@ -4946,6 +5044,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5038,6 +5142,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5132,6 +5242,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5235,6 +5351,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5338,6 +5460,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5434,6 +5562,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5530,6 +5664,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5694,6 +5834,12 @@ export interface operations {
            *         },
            *         "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *         "stop_message": "x",
+           *         "parent": {
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "step_id": "x",
+           *           "index": 0
+           *         },
+           *         "output": {},
            *         "timeout_ms": 1,
            *         "deadline_at": "2026-11-23T10:00:00.000Z",
            *         "created_at": "2026-11-23T10:00:00.000Z",
@@ -5907,6 +6053,7 @@ export interface operations {
         ending_before?: string;
         status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
         workflow_id?: string;
+        parent_run_id?: string;
         created_after?: string;
         created_before?: string;
       };
@@ -5971,6 +6118,12 @@ export interface operations {
            *           },
            *           "cancel_event_id": "evt_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *           "stop_message": "x",
+           *           "parent": {
+           *             "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "step_id": "x",
+           *             "index": 0
+           *           },
+           *           "output": {},
            *           "timeout_ms": 1,
            *           "deadline_at": "2026-11-23T10:00:00.000Z",
            *           "created_at": "2026-11-23T10:00:00.000Z",

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { FailureLog } from "../../shared/runtime/failure-log";
 import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
+import type { ChildRuns } from "./child-runs";
 import { HttpAttempts } from "./http-attempts";
 import { redact, redactAnswer } from "./outputs";
 import { publishOutbox, type OutboxTarget } from "./run-outbox";
 import { attempted } from "./http-step.logic";
 import type { RunDoc } from "./run-doc";
 import { claim, claimedAtStart, giveUp, handBack, MAX_STALLS, nextMove, published } from "./run-moves.logic";
-import { updateOf, type Clock, type RunWrite } from "./run-write.logic";
+import { TERMINAL, updateOf, type Clock, type RunWrite } from "./run-write.logic";
 import { fail } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
@@ -49,6 +50,8 @@ export interface EngineOptions extends OutboxTarget {
   register?: (run: RunDoc, registrations: Registration[]) => Promise<string | null>;
   /** How long a claim outlives the step it covers (default 5 s; tests shorten it). */
   leaseMarginMs?: number;
+  /** Starts and follows child runs, and carries a run's end to its parent and children (child-runs.ts). */
+  children?: ChildRuns;
 }
 
 export type Claimed = RunDoc & { lease: string };
@@ -330,6 +333,8 @@ export class RunEngine {
       }
       if (move.kind === "publish") {
         await publishOutbox(this.o, run, run.outbox);
+        // Before the outbox is emptied: a crash in between carries the end to the run's family again.
+        if (TERMINAL.has(run.status)) await this.o.children?.ended(run);
         run = await this.save(run, published(run, this.clock()));
       } else if (move.kind === "call") {
         // Redacted: what the server sent and the error, never the engine's own fields (a value such
@@ -341,6 +346,12 @@ export class RunEngine {
         // Registered before the write that shows the run waiting: an event stored after that finds it.
         const why = this.o.register ? await this.o.register(run, move.registrations) : "this engine takes no waits";
         run = await this.save(run, why === null ? move.write : refused(run, move, why, this.clock()));
+      } else if (move.kind === "child") {
+        const clock = this.clock();
+        run = await this.save(
+          run,
+          this.o.children ? await this.o.children.step(run, clock) : fail(run, "child runs are not available here", clock),
+        );
       } else {
         run = await this.save(run, move.write);
       }

@@ -20,11 +20,13 @@ export interface Decider {
 
 /**
  * Cancel: the run ends `cancelled` at its current step; a run that has ended is a conflict. `by`
- * is kept on the run and in its workflow.completed, with why: asked for, or its workflow deleted.
+ * is kept on the run and in its workflow.completed, with why: asked for, its workflow deleted, or
+ * (a child run) its parent ended failed or cancelled.
  */
-export function cancel(run: RunDoc, now: number, d?: Decider, reason: "requested" | "workflow_deleted" = "requested"): RunWrite {
+export function cancel(run: RunDoc, now: number, d?: Decider, reason: NonNullable<RunDoc["cancel_reason"]> = "requested"): RunWrite {
   if (TERMINAL.has(run.status)) throw new ApiError("invalid_state", `The run has ended (${run.status})`, { param: "run_id" });
-  const by = d ? { cancelled_by: d.by, cancel_reason: reason } : {};
+  // A child cancelled because its parent ended has no key behind it, only the reason.
+  const by = d || reason === "parent_ended" ? { cancelled_by: d?.by ?? null, cancel_reason: reason } : {};
   return decided(run, { ...by, ...finish({ ...run, ...by }, "cancelled", iso(now), "cancelled") }, now);
 }
 

@@ -34,6 +34,13 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   /** Internal: its workflow's cancel_on when it started, and whether it is registered (wait-moves.logic.ts). */
   cancel_on?: CancelOn[];
   cancel_armed?: boolean;
+  /** Internal: its workflow's `output` templates, filled when the run succeeds (run-output.logic.ts). */
+  output_template?: unknown;
+  /** Internal, child runs (child-runs.logic.ts): the root run of the tree, and how deep under it this run is (the root: 0). */
+  root_run_id?: string;
+  depth?: number;
+  /** Internal, child runs whose parent step waits for them: the parent's cursor at that step, which their end makes due. */
+  wakes_parent_at?: number;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -63,7 +63,9 @@ function timedOut(run: RunDoc, c: Clock): RunWrite | null {
     return written(run, finish(run, "failed", at, "failed", why, "run_timed_out"), keep(c), c.now, true);
   }
   const state = run.steps[run.cursor];
-  if (state?.status === "waiting" && state.timeout_at && Date.parse(state.timeout_at) <= c.now) {
+  // A run_workflow step's time-out also cancels its child: child-runs.ts takes it.
+  const own = run.definition[run.cursor]?.type !== "run_workflow";
+  if (own && state?.status === "waiting" && state.timeout_at && Date.parse(state.timeout_at) <= c.now) {
     const step = run.definition[run.cursor] as ApprovalStep | WaitForEventStep;
     const what = step.type === "wait_for_event" ? `no ${step.event_type} event matched` : "no decision";
     const write = fail(run, `${what} within the step's timeout_ms (${step.timeout_ms ?? "?"} ms)`, c, {}, "timed_out");

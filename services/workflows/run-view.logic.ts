@@ -23,6 +23,10 @@ export const runView = ({
   timeout_ms,
   cancel_on: _co,
   cancel_armed: _ca,
+  output_template: _ot,
+  root_run_id: _rr,
+  depth: _dp,
+  wakes_parent_at: _wp,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -34,6 +38,8 @@ export const runView = ({
   stop_message: view.stop_message ?? null,
   timeout_ms: timeout_ms ?? null,
   deadline_at: deadline_at === undefined ? null : new Date(deadline_at).toISOString(),
+  parent: view.parent ?? null,
+  output: view.output ?? null,
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({
     ...step,

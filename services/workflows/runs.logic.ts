@@ -1,6 +1,7 @@
 import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import { errorOf } from "./templates";
+import { runOutput } from "./run-output.logic";
 import type { OutboxEvent, RunDoc } from "./run-doc";
 import { iso, keep, put, written, type Clock, type RunWrite } from "./run-write.logic";
 import type { WorkflowDoc } from "./workflows.logic";
@@ -73,6 +74,7 @@ export function newRun(
     ...(chainRoot !== undefined && { chain_root: chainRoot }),
     ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
     ...(workflow.cancel_on && workflow.cancel_on.length > 0 && { cancel_on: workflow.cancel_on }),
+    ...(workflow.output !== undefined && { output_template: workflow.output }),
   };
 }
 
@@ -108,7 +110,10 @@ export const completedEvent = (
     approvals: approvalsOf(run.steps),
     failed_step: failedStepOf(run.steps, status),
     stop_message: run.stop_message ?? null,
-    ...(run.cancelled_by && { cancelled_by: run.cancelled_by, cancel_reason: run.cancel_reason ?? "requested" }),
+    ...((run.cancelled_by || run.cancel_reason) && {
+      cancelled_by: run.cancelled_by ?? null,
+      cancel_reason: run.cancel_reason ?? "requested",
+    }),
   },
 });
 
@@ -138,7 +143,17 @@ export function finish(
       return { ...s, status: "skipped" as const };
     return s;
   });
-  return { status, steps, finished_at: at, pending_approval: null, outbox: [...run.outbox, completedEvent({ ...run, steps }, status)] };
+  // A run that succeeds has its output; one whose workflow's output cannot be filled fails, saying why.
+  const result = status === "succeeded" ? runOutput({ ...run, steps }) : null;
+  const ended = result && "error" in result ? "failed" : status;
+  return {
+    status: ended,
+    steps,
+    finished_at: at,
+    pending_approval: null,
+    ...result,
+    outbox: [...run.outbox, completedEvent({ ...run, steps }, ended)],
+  };
 }
 
 /**

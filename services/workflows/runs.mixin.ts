@@ -17,6 +17,7 @@ import {
 } from "../../shared/records/retention";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
+import { ChildRuns } from "./child-runs";
 import { RUN_DUE, RunEngine } from "./engine";
 import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
@@ -143,7 +144,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       },
     },
 
-    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow and creation time. */
+    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow, parent run and creation time. */
     listAllRuns: {
       params: listAllRunsParams,
       handler(ctx: Ctx<ListAllRunsParams>): Promise<ListResult<RunView>> {
@@ -155,6 +156,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         };
         const filter: Filter = {
           ...(workflow_id && { workflow_id }),
+          ...(ctx.params.parent_run_id && { "parent.run_id": ctx.params.parent_run_id }),
           ...(status && { status }),
           ...(Object.keys(range).length > 0 && { id: range }),
         };
@@ -211,8 +213,9 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         count({ status: "queued" }),
         count({ status: "running" }),
         count({ status: "waiting" }),
-        // Waiting for a person: a wait the engine has no due time for.
-        count({ status: "waiting", due_at: null }),
+        // Waiting for a person: a wait the engine has no due time for, with an approval asked (a
+        // parent waiting for its child run has no due time either).
+        count({ status: "waiting", due_at: null, "pending_approval.step_id": { $exists: true } }),
       ]);
       for (const [status, n] of Object.entries({ queued, running, waiting })) this.metrics.set("runs", n, { status });
       this.metrics.set("runsAwaitingApproval", approval);
@@ -298,6 +301,16 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       retryBaseMs: settings.workflowRetryBaseMs,
       maxActive: RUN_SHARES.total,
       shares: RUN_SHARES,
+      children: new ChildRuns({
+        runs: this.runs,
+        workflows: this.workflows,
+        startsBudget: (tenant, now) => this.startsBudget(tenant, now),
+        now: () => this.settings.clock.now(),
+        startCounted: (tenant, budgets, run) => this.startCounted(tenant, budgets, run),
+        descendantsMax: settings.runDescendantsMax,
+        budgetTtlMs: settings.eventRetentionDays * DAY_MS,
+        wake: (id, tenant) => this.engine.wake(id, tenant),
+      }),
       ended: ({ org_id, environment, data, created_at }, run) => {
         this.forgetWaits(run);
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });

@@ -9,10 +9,11 @@ import { waitForEvent, type Registering } from "./wait-moves.logic";
 
 /**
  * What the engine does next with a run it holds: publish the outbox (then write `published`),
- * make an http attempt (then write `attempted`), store registrations then a write (wait-moves.logic.ts), or store a write. `secrets`: the values of the
+ * make an http attempt (then write `attempted`), start or look up a child run (child-runs.ts), store registrations then a write (wait-moves.logic.ts), or store a write. `secrets`: the values of the
  * `{{secrets.…}}` the current step uses, which the engine reads once a move is a call.
  */
-export type Move = { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "write"; write: RunWrite } | Registering;
+export type Move =
+  { kind: "publish" } | { kind: "call"; request: HttpRequest } | { kind: "child" } | { kind: "write"; write: RunWrite } | Registering;
 
 /** The current step, taken one move further. */
 export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): Move {
@@ -61,6 +62,8 @@ export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): M
     }
     case "wait_for_event":
       return waitForEvent(run, step, c);
+    case "run_workflow":
+      return { kind: "child" };
     case "http":
       if (run.status === "running" && state.status === "running") {
         // A claim covers its margin only: a run claimed with its attempt still to make first stores

@@ -8,6 +8,7 @@ import { checkRetry } from "./retry.logic";
 import { checkWaitStep } from "./waits.logic";
 import { checkScheduleTrigger } from "./schedule-trigger.logic";
 import type { ScheduleState } from "./schedule-ticks.logic";
+import { isId } from "../../shared/ids";
 import {
   HTTP_METHODS,
   type Actor,
@@ -24,7 +25,7 @@ import {
  * that a run never meets a step it cannot execute. Every error names the step and the field.
  */
 export const MAX_STEPS = 50;
-export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event"] as const;
+export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event", "run_workflow"] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
@@ -106,6 +107,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   steps: doc.steps,
   timeout_ms: doc.timeout_ms ?? null,
   ...(doc.cancel_on && { cancel_on: doc.cancel_on }),
+  ...(doc.output !== undefined && { output: doc.output }),
   created_at: doc.updated_at,
   created_by: by,
 });
@@ -177,11 +179,12 @@ const FIELDS: Record<StepType, readonly string[]> = {
   stop: ["status", "message"],
   set: ["output"],
   wait_for_event: ["event_type", "match", "filter", "timeout_ms"],
+  run_workflow: ["workflow_id", "input", "wait", "timeout_ms"],
 };
 /** Fields every step may have (docs/workflows/language.md). */
 const COMMON = ["if", "on_error"] as const;
 /** Steps whose failure `on_error: continue` can pass over (a stop step's failure is the point). */
-const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay", "wait_for_event"]);
+const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay", "wait_for_event", "run_workflow"]);
 
 function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
@@ -340,5 +343,38 @@ async function checkStep(
         throw fault.error("output", `output is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
       return { id, type, output: item.output };
     }
+    case "run_workflow":
+      return checkRunWorkflow(fault, id, item);
   }
+}
+
+/**
+ * A run_workflow step: a workflow id (one of this environment's, looked up by the service when it
+ * is literal: child-runs.logic.ts `literalWorkflowIds`) or a template giving one; an input object.
+ */
+function checkRunWorkflow(fault: StepFault, id: string, item: Record<string, unknown>): Step {
+  const target = item.workflow_id;
+  if (typeof target !== "string" || target.length === 0 || target.length > 2000 || (!hasTemplate(target) && !isId("wf", target)))
+    throw fault.error("workflow_id", "workflow_id must be a workflow's id (wf_…), or a template that gives one");
+  const input = item.input ?? {};
+  if (!isObject(input)) throw fault.error("input", "input must be an object: the child run's input (templates allowed)");
+  if (jsonBytes(input) > STEP_VALUE_MAX_BYTES) throw fault.error("input", `input is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  const wait = item.wait ?? true;
+  if (typeof wait !== "boolean") throw fault.error("wait", `wait must be true or false; received ${echo(wait)}`);
+  if (item.timeout_ms !== undefined && !wait)
+    throw fault.error("timeout_ms", "timeout_ms needs wait: true (a step that does not wait cannot time out)");
+  const timeout = item.timeout_ms === undefined ? {} : { timeout_ms: integerIn(fault, "timeout_ms", item.timeout_ms, 1, DELAY_MAX_MS) };
+  return { id, type: "run_workflow", workflow_id: target, input, wait, ...timeout };
+}
+
+/**
+ * A workflow's `output`: templates over its steps (every step is earlier by then), filled when a
+ * run succeeds. Absent stays absent (the run's output is then its last succeeded step's).
+ */
+export function checkOutput(raw: unknown, steps: readonly Step[]): unknown {
+  if (raw === undefined || raw === null) return undefined;
+  if (jsonBytes(raw) > STEP_VALUE_MAX_BYTES) throw invalidParam("output", `output is over ${STEP_VALUE_MAX_BYTES} bytes as JSON`);
+  const ids = new Set(steps.map((s) => s.id));
+  checkTemplates((field, message) => invalidParam(field, `${field}: ${message}`), "output", raw, ids, "output");
+  return raw;
 }

@@ -15,8 +15,12 @@ const timeout_ms = { type: "number", integer: true, min: 1, max: RUN_TIMEOUT_MAX
 
 /** Checked in the logic (waits.logic.ts), to name the entry and field at fault; null or absent: none. */
 const cancel_on = { type: "any", optional: true } as const;
-export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms, cancel_on } as const;
+/** Templates over the steps (workflows.logic.ts `checkOutput`); null or absent: none. */
+const output = { type: "any", optional: true, nullable: true } as const;
+
+export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms, cancel_on, output } as const;
 export interface CreateParams {
+  output?: unknown;
   name: string;
   description?: string | null;
   status?: "active" | "inactive";
@@ -48,8 +52,10 @@ export const updateParams = {
   timeout_ms,
   // null removes it.
   cancel_on: { ...cancel_on, nullable: true },
+  output,
 } as const;
 export interface UpdateParams {
+  output?: unknown;
   id: string;
   name?: string;
   description?: string | null;
@@ -103,12 +109,14 @@ export const listAllRunsParams = {
   ...pageParams,
   status: { type: "enum", values: RUN_STATUS_VALUES, optional: true },
   workflow_id: { ...id, optional: true },
+  parent_run_id: { ...id, optional: true },
   created_after: instant,
   created_before: instant,
 } as const;
 export interface ListAllRunsParams extends PageParams {
   status?: string;
   workflow_id?: string;
+  parent_run_id?: string;
   created_after?: string;
   created_before?: string;
 }

@@ -19,6 +19,7 @@ import { checkCancelOn } from "./waits.logic";
 import { WaitsMixin } from "./waits.mixin";
 import { STORE } from "./workflows.store";
 import {
+  checkOutput,
   checkSteps,
   checkTrigger,
   versionId,
@@ -76,6 +77,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
         const cancelOn = checkCancelOn(ctx.params.cancel_on);
+        const output = checkOutput(ctx.params.output, steps);
         const quota = {
           counters: this.quota,
           tenant,
@@ -96,6 +98,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
           ...(cancelOn && { cancel_on: cancelOn }),
+          ...(output !== undefined && { output }),
           version: 1,
           created_at: at,
           updated_at: at,
@@ -121,6 +124,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const trigger = checkTrigger(ctx.params.trigger);
         const steps = await this.checkedSteps(ctx.params.steps, tenantOf(ctx));
         const cancelOn = checkCancelOn(ctx.params.cancel_on);
+        const output = checkOutput(ctx.params.output, steps);
         return {
           object: "workflow_definition",
           name: ctx.params.name,
@@ -130,6 +134,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           steps,
           timeout_ms: ctx.params.timeout_ms ?? null,
           ...(cancelOn && { cancel_on: cancelOn }),
+          ...(output !== undefined && { output }),
         };
       },
     },
@@ -175,8 +180,15 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         if (ctx.params.cancel_on !== undefined) set.cancel_on = checkCancelOn(ctx.params.cancel_on) ?? [];
-        // A new trigger or status reschedules from now (what the ticks recorded is kept).
+        // The output is checked against the steps it will run with; null removes it.
+        const output =
+          ctx.params.output !== undefined || set.steps
+            ? checkOutput(ctx.params.output ?? current.output, set.steps ?? current.steps)
+            : undefined;
         const unset: Record<string, true> = {};
+        if (ctx.params.output === null) unset.output = true;
+        if (output !== undefined && ctx.params.output !== null) set.output = output;
+        // A new trigger or status reschedules from now (what the ticks recorded is kept).
         if (trigger !== undefined || status !== undefined) {
           const schedule = scheduleOf(
             set.trigger ?? current.trigger,
@@ -194,7 +206,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             collection: this.workflows,
             scope: tenant,
             filter: { id: current.id, version: current.version },
-            update: { $set: set, ...(unset.schedule && { $unset: unset }) },
+            update: { $set: set, ...(Object.keys(unset).length > 0 && { $unset: unset }) },
           },
           { op: "insert", collection: this.versions, doc: versionOf({ ...current, ...set }, actorOf(ctx)) },
         ]);
@@ -274,8 +286,25 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
   },
 
   methods: {
-    checkedSteps(steps, tenant) {
-      return checkSteps(steps, { allowPrivate: this.settings.config.webhookAllowPrivateTargets, environment: tenant.environment });
+    async checkedSteps(steps, tenant) {
+      const checked = await checkSteps(steps, {
+        allowPrivate: this.settings.config.webhookAllowPrivateTargets,
+        environment: tenant.environment,
+      });
+      // A run_workflow step naming a workflow by its id: it must be one of this environment's (another
+      // tenant's is as unknown here as one that never was). A template's is checked when the run gets there.
+      for (const [i, step] of checked.entries()) {
+        if (step.type !== "run_workflow" || step.workflow_id.includes("{{")) continue;
+        if (!(await this.workflows.get(tenant, step.workflow_id)))
+          throw new ApiError(
+            "parameter_invalid",
+            `step '${step.id}' (steps[${i}]): no workflow '${step.workflow_id}' in this environment`,
+            {
+              param: `steps[${i}].workflow_id`,
+            },
+          );
+      }
+      return checked;
     },
   },
 };

@@ -54,6 +54,8 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, workflow_id: 1, id: 1 } },
       { fields: { org_id: 1, environment: 1, workflow_id: 1, status: 1, id: 1 } },
       { fields: { trigger_key: 1 }, unique: true, sparse: true },
+      // A run's children (GET /runs?parent_run_id=, and cancelling them with it): child runs only.
+      { fields: { "parent.run_id": 1, org_id: 1, environment: 1, id: 1 }, sparse: true },
       // Only runs the engine has work on carry `due_at`: the index that finds which tenants have
       // work stays small, and holds their tenant fields (read without the documents).
       { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },

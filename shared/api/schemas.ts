@@ -77,9 +77,30 @@ RESOURCES.WebhookWithSecret = withSecret(
  * by action and field: they replace what the params' schema says of that field in the document.
  */
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
-  "workflows.create": { trigger: ref("Trigger"), steps, cancel_on: cancelOn },
-  "workflows.validate": { trigger: ref("Trigger"), steps, cancel_on: cancelOn },
-  "workflows.update": { trigger: ref("Trigger"), steps, cancel_on: { ...cancelOn, type: ["array", "null"] } },
+  "workflows.create": {
+    trigger: ref("Trigger"),
+    steps,
+    cancel_on: cancelOn,
+    output: {
+      description: "Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it",
+    },
+  },
+  "workflows.validate": {
+    trigger: ref("Trigger"),
+    steps,
+    cancel_on: cancelOn,
+    output: {
+      description: "Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it",
+    },
+  },
+  "workflows.update": {
+    trigger: ref("Trigger"),
+    steps,
+    cancel_on: { ...cancelOn, type: ["array", "null"] },
+    output: {
+      description: "Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it",
+    },
+  },
   "keys.create": {
     scopes: { type: "array", minItems: 1, maxItems: SCOPE_NAMES.length, items: ref("Scope"), description: "Scopes your own key holds" },
     expires_at: { ...time, maxLength: 40, description: "In the future, and no later than the calling key's own expiry" },

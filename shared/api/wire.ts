@@ -339,13 +339,26 @@ export interface WaitForEventStep extends StepCommon {
   filter?: string;
   timeout_ms: number;
 }
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep;
 
 /** A workflow's `cancel_on` entry: an event of `event_type` whose paths equal `match` (templates over the run's input) cancels the run. */
 export interface CancelOn {
   event_type: string;
   match: Record<string, unknown>;
 }
+/** Runs a saved workflow of the same environment as a child run (docs/workflows/README.md#run_workflow). */
+export interface RunWorkflowStep extends StepCommon {
+  id: string;
+  type: "run_workflow";
+  /** A workflow id, or a template that gives one when the step runs. */
+  workflow_id: string;
+  /** The child's input, its templates filled. */
+  input: Record<string, unknown>;
+  /** true: the step waits for the child and gives its output; false: it gives `{run_id}` at once. */
+  wait: boolean;
+  /** With wait: the child not ended within this, it is cancelled and the step fails with `timed_out`. */
+  timeout_ms?: number;
+}
+export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep | RunWorkflowStep;
 
 export interface Workflow {
   object: "workflow";
@@ -360,6 +373,8 @@ export interface Workflow {
   timeout_ms?: number | null;
   /** Events that cancel a run not yet ended (absent: none). */
   cancel_on?: CancelOn[];
+  /** Templates over the run's steps, filled when a run succeeds: its runs' `output` (absent: the last succeeded step's output). */
+  output?: unknown;
   version: number;
   created_at: string;
   updated_at: string;
@@ -407,7 +422,7 @@ export interface ScheduleBackfill {
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
 export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
   Workflow,
-  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on"
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on" | "output"
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
@@ -461,7 +476,7 @@ export interface RunStep {
   decision?: ApprovalDecision | null;
   /** wait_for_event steps, once reached: the event they wait for, its match with the templates filled. */
   waiting_for?: { event_type: string; match: Record<string, unknown> } | null;
-  /** Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out. */
+  /** Approval, wait_for_event and run_workflow steps with a timeout_ms, while they wait: when they time out. */
   timeout_at?: string | null;
   /** http steps: the newest attempts (at most 10), each with why it failed. */
   attempts?: StepAttempt[];
@@ -489,7 +504,15 @@ export type RunTrigger =
   | { type: "manual" }
   | { type: "event"; event_id: string; event_type: string }
   /** `tick`: the schedule's clock; `trigger`: POST …/schedule/trigger; `backfill`: POST …/schedule/backfill. */
-  | { type: "schedule"; scheduled_at: string; source: "tick" | "trigger" | "backfill" };
+  | { type: "schedule"; scheduled_at: string; source: "tick" | "trigger" | "backfill" }
+  | { type: "parent" };
+
+/** A child run's parent: the run, its step that started the child, and the child's index there (0 for run_workflow). */
+export interface RunParent {
+  run_id: string;
+  step_id: string;
+  index: number;
+}
 
 export interface Run {
   object: "run";
@@ -509,8 +532,8 @@ export interface Run {
   pending_approval: PendingApproval | null;
   /** Who cancelled the run (POST …/cancel, or deleting its workflow), once cancelled through the API. */
   cancelled_by?: Actor | null;
-  /** Why it was cancelled: `requested` (POST …/cancel), `workflow_deleted`, or `cancel_on` (an event of the workflow's cancel_on). */
-  cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | null;
+  /** Why it was cancelled: `requested` (POST …/cancel), `workflow_deleted`, `cancel_on` (an event of the workflow's cancel_on), or `parent_ended` (a child run whose parent failed or was cancelled). */
+  cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | "parent_ended" | null;
   /** Cancelled by `cancel_on`: the event that matched. */
   cancel_event_id?: string | null;
   /** The message of the stop step that ended the run, or null. */
@@ -519,6 +542,12 @@ export interface Run {
   timeout_ms?: number | null;
   /** When the run fails with `run_timed_out` if it has not ended (its start, or its last retry, plus `timeout_ms`), or null. */
   deadline_at?: string | null;
+  /** A child run's parent (a run_workflow step started it), or null. */
+  parent?: RunParent | null;
+  /** Once the run succeeded: its workflow's `output` filled, else its last succeeded step's output; null before. */
+  output?: unknown;
+  /** Why a run failed that no step failed: its workflow's `output` could not be filled. */
+  error?: { code: string; message: string } | null;
   created_at: string;
   updated_at: string;
   finished_at: string | null;
@@ -536,6 +565,7 @@ export interface WorkflowVersion {
   steps: Step[];
   timeout_ms?: number | null;
   cancel_on?: CancelOn[];
+  output?: unknown;
   created_at: string;
   created_by: Actor | null;
 }

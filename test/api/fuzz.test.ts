@@ -99,6 +99,10 @@ function generation(): Generation {
       // Ranges ending in the last minute and starting up to an hour before (a backfill's may not end after now).
       from: fc.integer({ min: 2, max: 60 }).map((m) => new Date(Date.now() - m * 60_000).toISOString()),
       to: fc.integer({ min: 1, max: 60 }).map((s) => new Date(Date.now() - s * 1000).toISOString()),
+      // A run_workflow step's target must exist in the environment, or be a template, checked when the run gets there.
+      workflow_id: fc.constantFrom("{{ workflow.id }}", "{{ input.target }}"),
+      // A run_workflow step's timeout_ms needs wait: true, a rule the schema does not state.
+      wait: fc.constant(true),
     },
   };
 }

@@ -172,6 +172,21 @@ describe("metrics", () => {
     );
   });
 
+  it("counts a parent waiting for its child run as waiting, not as awaiting approval", async () => {
+    const leaf = await call("POST", "/workflows", { name: "ask", trigger: { type: "manual" }, steps: [{ id: "ok", type: "approval" }] });
+    const wf = await call("POST", "/workflows", {
+      name: "parent",
+      trigger: { type: "manual" },
+      steps: [{ id: "call", type: "run_workflow", workflow_id: leaf.body.data.id }],
+    });
+    const run = await call("POST", `/workflows/${wf.body.data.id}/runs`, {});
+    // One measurement holds both gauges: the parent and its child waiting, the child's approval alone awaited.
+    await waitFor("both runs counted as waiting", async () => (sample(await scrape(), "wfp_runs", { status: "waiting" }) ?? 0) >= 2);
+    expect(sample(await scrape(), "wfp_runs_awaiting_approval")).toBe(1);
+    expect((await call("POST", `/workflows/${wf.body.data.id}/runs/${run.body.data.id}/cancel`, {})).status).toBe(200);
+    await waitFor("no run waiting", async () => sample(await scrape(), "wfp_runs", { status: "waiting" }) === 0);
+  });
+
   it("labels nothing with the machine's host name or user", async () => {
     const text = await scrape();
     expect(text).not.toContain(hostname());

@@ -171,7 +171,13 @@ describe("the examples marked for a running platform", () => {
     // Ids of the last resources the file's examples created, for `{workflow_id}`, `{webhook_id}`, `{run_id}`.
     const last: Record<string, string> = {};
     for (const block of codeBlocks(read(file)).filter((b) => b.lang === "json" && b.marker)) {
-      const body = JSON.parse(block.code);
+      // A body may name an earlier example's resource as `"{workflow_id}"` (a run_workflow step's target).
+      const body = JSON.parse(
+        block.code.replace(/"\{(workflow_id|webhook_id|run_id)\}"/g, (_, name: string) => {
+          expect({ file, line: block.line, placeholder: name, known: name in last }).toMatchObject({ known: true });
+          return JSON.stringify(last[name]);
+        }),
+      );
       const marker = block.marker as string;
       let method: string;
       let path: string;

@@ -234,6 +234,9 @@ const PATHS = () => [
   `/workflows/${wf.id}/runs`,
   `/workflows/${wf.id}/runs?status=succeeded`,
   `/workflows/${wf.id}/runs?status=failed&per_page=100`,
+  // A run's children, through the sparse index of child runs (none here: the runs grown are not children).
+  `/runs?parent_run_id=run_0000000000000000000000000a`,
+  `/runs?parent_run_id=run_0000000000000000000000000a&status=succeeded&limit=10`,
   "/api-keys",
   `/orgs/${org.id}/members`,
   "/analytics/webhooks",

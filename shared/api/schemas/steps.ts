@@ -106,6 +106,19 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
     ["filter", ...COMMON_KEYS],
   ),
   CancelOn: object("CancelOn", { event_type: SUBSCRIBABLE_EVENT_TYPE, match: MATCH }, ["match"]),
+  RunWorkflowStep: object(
+    "RunWorkflowStep",
+    {
+      id: { type: "string" },
+      type: { const: "run_workflow" },
+      workflow_id: { type: "string" },
+      input: anyObject,
+      wait: { type: "boolean" },
+      timeout_ms: { type: "integer" },
+      ...STEP_COMMON,
+    },
+    ["timeout_ms", ...COMMON_KEYS],
+  ),
   Step: {
     oneOf: [
       ref("HttpStep"),
@@ -115,6 +128,7 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
       ref("StopStep"),
       ref("SetStep"),
       ref("WaitForEventStep"),
+      ref("RunWorkflowStep"),
     ],
     discriminator: {
       propertyName: "type",
@@ -126,6 +140,7 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
         stop: "#/components/schemas/StopStep",
         set: "#/components/schemas/SetStep",
         wait_for_event: "#/components/schemas/WaitForEventStep",
+        run_workflow: "#/components/schemas/RunWorkflowStep",
       },
     },
   },
@@ -239,6 +254,35 @@ const stepInputs: Record<string, JsonSchema> = {
       ...STEP_COMMON,
     },
     ["id", "match", "filter", "timeout_ms", ...COMMON_KEYS],
+  ),
+  RunWorkflowStepInput: object(
+    "RunWorkflowStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "run_workflow" },
+      workflow_id: {
+        type: "string",
+        minLength: 1,
+        maxLength: 2000,
+        description: `A workflow of the same environment (\`wf_…\`, checked when written), or a template giving one (checked when the run gets there). ${TEMPLATES}`,
+      },
+      input: { ...anyObject, default: {}, description: `The child run's input, at most 64 KiB as JSON. ${TEMPLATES}` },
+      wait: {
+        type: "boolean",
+        default: true,
+        description:
+          "true: the step waits for the child and its output is `{run_id, status, output}`; false: it succeeds at once with `{run_id}`",
+      },
+      timeout_ms: {
+        type: "integer",
+        minimum: 1,
+        maximum: 30 * 24 * 60 * 60 * 1000,
+        description: "Needs wait: true. A child not ended within this is cancelled, and the step fails with timed_out",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "input", "wait", "timeout_ms", ...COMMON_KEYS],
+    "Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)",
   ),
 };
 

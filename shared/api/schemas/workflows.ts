@@ -161,18 +161,21 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "The most a run may take; a run over it fails with run_timed_out. Null: no limit",
       },
       cancel_on: cancelOn,
+      output: {
+        description: "Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output)",
+      },
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
       next_run_at: { ...nullable(time), description: "Schedule triggers: the next tick (null while the workflow is inactive)" },
     },
-    ["timeout_ms", "cancel_on", "next_run_at"],
+    ["timeout_ms", "cancel_on", "next_run_at", "output"],
   ),
   RunStep: object(
     "RunStep",
     {
       id: { type: "string" },
-      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event"] },
+      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event", "run_workflow"] },
       status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
       output: {},
       error: { type: ["string", "null"] },
@@ -187,7 +190,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       },
       timeout_at: {
         ...nullable(time),
-        description: "Approval steps with a timeout_ms and wait_for_event steps, while they wait: when they time out",
+        description: "Approval, wait_for_event and run_workflow steps with a timeout_ms, while they wait: when they time out",
       },
       attempts: {
         type: "array",
@@ -208,7 +211,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       error_code: {
         type: ["string", "null"],
         description:
-          "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_exceeded`)",
+          "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_reached`, `child_failed`, `child_cancelled`, `workflow_not_found`)",
       },
     },
     ["message", "decision", "waiting_for", "timeout_at", "attempts", "error_code"],
@@ -239,6 +242,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
             scheduled_at: time,
             source: { type: "string", enum: ["tick", "trigger", "backfill"] },
           }),
+          object("ParentRunTrigger", { type: { const: "parent" } }, [], "A child run: started by its parent's step (`parent`)"),
         ],
       },
       attempt: { type: "integer", minimum: 1, description: "1, and one more with every retry of the run" },
@@ -251,9 +255,21 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "While the run waits for a person: what it asks; null otherwise",
       },
       cancelled_by: { ...refOrNull("Actor"), description: "Who cancelled it through the API" },
-      cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", "cancel_on", null] },
+      cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", "cancel_on", "parent_ended", null] },
       cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
       stop_message: { type: ["string", "null"], description: "The message of the stop step that ended the run, or null" },
+      parent: {
+        oneOf: [
+          object("RunParent", { run_id: idOf("run"), step_id: { type: "string" }, index: { type: "integer", minimum: 0 } }),
+          { type: "null" },
+        ],
+        description: "A child run's parent: the run, the step that started it and its index there; null for other runs",
+      },
+      output: { description: "Once the run succeeded: its workflow's output filled, else its last succeeded step's output; null before" },
+      error: {
+        oneOf: [object("RunError", { code: { type: "string" }, message: { type: "string" } }), { type: "null" }],
+        description: "Why a run failed that no step failed (its workflow's output could not be filled)",
+      },
       timeout_ms: { type: ["integer", "null"], description: "Its workflow's timeout_ms when the run started; null: no limit" },
       deadline_at: {
         ...nullable(time),
@@ -263,7 +279,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       updated_at: time,
       finished_at: nullable(time),
     },
-    ["cancelled_by", "cancel_reason", "cancel_event_id"],
+    ["cancelled_by", "cancel_reason", "cancel_event_id", "error"],
   ),
   WorkflowDefinition: object(
     "WorkflowDefinition",
@@ -276,8 +292,9 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       steps: { type: "array", items: ref("Step") },
       timeout_ms: { type: ["integer", "null"] },
       cancel_on: cancelOn,
+      output: {},
     },
-    ["cancel_on"],
+    ["cancel_on", "output"],
   ),
   WorkflowVersion: object(
     "WorkflowVersion",
@@ -292,9 +309,10 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       steps: { type: "array", items: ref("Step") },
       timeout_ms: { type: ["integer", "null"] },
       cancel_on: cancelOn,
+      output: {},
       created_at: time,
       created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
     },
-    ["timeout_ms", "cancel_on"],
+    ["timeout_ms", "cancel_on", "output"],
   ),
 };

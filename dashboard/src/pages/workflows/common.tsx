@@ -5,6 +5,12 @@ import { href } from "../../session";
 export const startedBy = (r: Run) => {
   if (r.trigger.type === "event") return <a href={href("events", r.trigger.event_id ?? "")}>{r.trigger.event_type}</a>;
   if (r.trigger.type === "schedule") return `schedule (${r.trigger.source}, ${r.trigger.scheduled_at})`;
+  if (r.trigger.type === "parent" && r.parent)
+    return (
+      <>
+        step <code>{r.parent.step_id}</code> of run <code>{r.parent.run_id}</code>
+      </>
+    );
   return "manual";
 };
 

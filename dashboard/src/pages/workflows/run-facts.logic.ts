@@ -49,7 +49,7 @@ export function timedOutOf(run: Pick<Run, "steps" | "deadline_at" | "timeout_ms"
   return run.steps.flatMap((step): TimedOut[] => {
     if (step.error_code === "run_timed_out")
       return [{ kind: "run", step, deadline: run.deadline_at ?? null, timeoutMs: run.timeout_ms ?? null }];
-    if (step.error_code === "timed_out") return [{ kind: "approval", step }];
+    if (step.error_code === "timed_out" && step.type === "approval") return [{ kind: "approval", step }];
     return [];
   });
 }
@@ -68,7 +68,7 @@ export function waitingOf(run: Pick<Run, "status" | "steps" | "deadline_at">, de
   if (!step) return null;
   const definition = definitions.get(step.id);
   let until: string | null = null;
-  if (step.type === "approval" || step.type === "wait_for_event") until = step.timeout_at ?? null;
+  if (step.type === "approval" || step.type === "wait_for_event" || step.type === "run_workflow") until = step.timeout_at ?? null;
   else if (definition?.type === "delay" && step.started_at)
     until = new Date(Date.parse(step.started_at) + definition.duration_ms).toISOString();
   const deadline = run.deadline_at ?? null;

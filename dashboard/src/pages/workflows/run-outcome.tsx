@@ -84,7 +84,14 @@ export function RunWaiting({ run, definitions }: { run: Run; definitions: Readon
           </>
         ) : (
           <>
-            This run waits at step <code>{waiting.step.id}</code>.
+            This run waits at step <code>{waiting.step.id}</code>
+            {waiting.step.type === "run_workflow" && (
+              <>
+                {" "}
+                for its child run <code>{String((waiting.step.output as { run_id?: unknown } | null)?.run_id)}</code>
+              </>
+            )}
+            .
           </>
         )}
       </span>{" "}

@@ -94,6 +94,20 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
                   </dd>
                 </>
               )}
+              {r.status === "succeeded" && (
+                <>
+                  <dt>Output</dt>
+                  <dd>
+                    <code class="break">{JSON.stringify(r.output)}</code>
+                  </dd>
+                </>
+              )}
+              {r.cancel_reason === "parent_ended" && (
+                <>
+                  <dt>Cancelled</dt>
+                  <dd>with its parent run</dd>
+                </>
+              )}
               {r.cancelled_by && (
                 <>
                   <dt>Cancelled by</dt>
