@@ -5,6 +5,7 @@ import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
 import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
+import { checkWebhookTrigger, hookView, type HookDoc } from "./hooks.logic";
 import {
   HTTP_METHODS,
   type Actor,
@@ -44,18 +45,27 @@ export {
 } from "../../shared/api/wire";
 
 /** A workflow as stored: what the API shows (shared/api/wire.ts), its organization and the secrets that sign its http steps. */
-export interface WorkflowDoc extends Omit<Workflow, "object"> {
+export interface WorkflowDoc extends Omit<Workflow, "object" | "hook"> {
   org_id: string;
   /** Absent on workflows stored before steps were signed: their requests go unsigned until a rotate-secret. */
   signing_secret?: string;
   /** The secret a rotation replaced, signing beside the new one until `expires_at`. */
   previous_signing_secret?: { secret: string; expires_at: string };
+  /** A webhook trigger's hook, with its secret (hooks.logic.ts): shown without it. */
+  hook?: HookDoc;
 }
 
 export type WorkflowView = Workflow;
-export const workflowView = ({ org_id: _o, signing_secret: _s, previous_signing_secret: _p, ...view }: WorkflowDoc): WorkflowView => ({
+export const workflowView = ({
+  org_id: _o,
+  signing_secret: _s,
+  previous_signing_secret: _p,
+  hook,
+  ...view
+}: WorkflowDoc): WorkflowView => ({
   object: "workflow",
   ...view,
+  ...(hook && view.trigger.type === "webhook" && { hook: hookView(hook, view.trigger.verify) }),
 });
 
 /** The secrets that sign a step's request now: the current one first, the rotated-out one during its overlap. */
@@ -109,7 +119,10 @@ const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? 
 export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw))
     throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
-  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
+  const unknown =
+    raw.type === "webhook"
+      ? undefined
+      : Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
   if (raw.type === "manual") {
@@ -117,7 +130,8 @@ export function checkTrigger(raw: unknown): Trigger {
       throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
   }
-  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event"], raw.type);
+  if (raw.type === "webhook") return checkWebhookTrigger(raw);
+  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event", "webhook"], raw.type);
   const type = raw.event_type;
   const pattern = typeof type === "string" && isPattern(type);
   if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {

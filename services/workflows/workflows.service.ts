@@ -13,6 +13,9 @@ import { RunStartsMixin } from "./run-starts.mixin";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
+import { HooksMixin, type HooksMethods } from "./hooks.mixin";
+import { planHook } from "./hooks.logic";
+import { newHookId } from "../../shared/api/hooks";
 import { STORE } from "./workflows.store";
 import {
   checkSteps,
@@ -39,7 +42,7 @@ import {
   versionParams,
 } from "./workflows.params";
 
-interface WorkflowsMethods extends RunsMethods {
+interface WorkflowsMethods extends RunsMethods, HooksMethods {
   checkedSteps(steps: unknown, tenant: Required<Tenant>): Promise<Step[]>;
 }
 type Ctx<P> = Context<P, CallMeta>;
@@ -55,6 +58,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
   name: "workflows",
   mixins: [
     SecretsMixin as Partial<ServiceSchema>,
+    HooksMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
     RunStartsMixin as Partial<ServiceSchema>,
     RunsMixin as Partial<ServiceSchema>,
@@ -79,6 +83,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         } as const;
         const taken = await quotaWrite(quota);
         const at = nowIso();
+        const { hook, shown } = planHook(trigger, undefined, { hookId: newHookId, secret: generateSecret });
         const doc: WorkflowDoc = {
           id: newId("wf"),
           ...tenant,
@@ -92,6 +97,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           created_at: at,
           updated_at: at,
           signing_secret: generateSecret(),
+          ...(hook && { hook }),
         };
         // The workflow, its first version and its count, together: the quota holds whatever the concurrency.
         const stored = await this.store.atomically([
@@ -100,7 +106,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           { op: "insert", collection: this.versions, doc: versionOf(doc, actorOf(ctx)) },
         ]);
         if (!stored) throw quotaExceeded(quota.quota, quota.limit, quota.what);
-        return { ...workflowView(doc), signing_secret: doc.signing_secret as string };
+        return { ...workflowView(doc), signing_secret: doc.signing_secret as string, ...(shown && { hook_secret: shown }) };
       },
     },
 
@@ -159,7 +165,15 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (name !== undefined) set.name = name;
         if (description !== undefined) set.description = description;
         if (status !== undefined) set.status = status;
-        if (trigger !== undefined) set.trigger = checkTrigger(trigger);
+        let unset: Record<string, true> | undefined;
+        let shown: string | undefined;
+        if (trigger !== undefined) {
+          set.trigger = checkTrigger(trigger);
+          const planned = planHook(set.trigger, current.hook, { hookId: newHookId, secret: generateSecret });
+          if (planned.hook) set.hook = planned.hook;
+          else if (current.hook) unset = { hook: true };
+          shown = planned.shown;
+        }
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         // The change and the version it makes, together; the oldest kept version goes once it is past VERSIONS_KEPT.
@@ -169,7 +183,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             collection: this.workflows,
             scope: tenant,
             filter: { id: current.id, version: current.version },
-            update: { $set: set },
+            update: { $set: set, ...(unset && { $unset: unset }) },
           },
           { op: "insert", collection: this.versions, doc: versionOf({ ...current, ...set }, actorOf(ctx)) },
         ]);
@@ -177,7 +191,8 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const updated = written[0] as WorkflowDoc;
         if (updated.version > VERSIONS_KEPT)
           await this.versions.delete(tenant, { id: versionId(updated.id, updated.version - VERSIONS_KEPT) });
-        return workflowView(updated);
+        if (current.hook) this.hooksChanged([current.hook.id]);
+        return { ...workflowView(updated), ...(shown && { hook_secret: shown }) };
       },
     },
 
@@ -194,6 +209,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const by = actorOf(ctx);
         const removed = await this.workflows.delete(tenant, { id: ctx.params.id });
         if (!removed) throw notFound("workflow", ctx.params.id);
+        if (removed.hook) this.hooksChanged([removed.hook.id]);
         await releaseQuota({ counters: this.quota, tenant, quota: "workflows_per_environment" });
         // After the deletion, so the event never tells of one that did not happen.
         await this.outbox.recordWith([], {

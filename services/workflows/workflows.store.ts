@@ -36,6 +36,8 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, status: 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, id: -1 } },
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
+      // An inbound request finds its workflow by its hook's id alone (hooks.mixin.ts).
+      { fields: { "hook.id": 1 }, unique: true, sparse: true },
     ]),
     // Each version of each workflow's definition (GET /workflows/{id}/versions/{version}); the
     // newest VERSIONS_KEPT of a workflow are kept, and they go with their workflow.

@@ -251,7 +251,50 @@ export type OutcomeReport = Outcomes & {
 };
 
 /** An event trigger's `event_type` may hold `*` for one segment (`order.*`); `filter` is CEL over `event`. */
-export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string };
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string } | WebhookTrigger;
+
+/** How an inbound webhook's signature is checked (docs/inbound-webhooks.md). */
+export type HookScheme = "standard_webhooks" | "hmac_sha256" | "stripe" | "github" | "none";
+export interface HookVerify {
+  scheme: HookScheme;
+  /** `{{secrets.NAME}}`: a stored secret; absent: the platform's own, shown once. */
+  secret?: string;
+  /** hmac_sha256: the header holding the signature, its prefix before the digest, and the digest's encoding. */
+  header?: string;
+  prefix?: string;
+  encoding?: "hex" | "base64";
+  /** standard_webhooks and stripe: how far the signed timestamp may be from now, in seconds. */
+  tolerance_s?: number;
+}
+/** A workflow started by `POST /v1/hooks/{hook_id}`: verified, filtered (CEL over `request`), deduplicated by a header. */
+export interface WebhookTrigger {
+  type: "webhook";
+  verify: HookVerify;
+  dedupe?: { header: string };
+  filter?: string;
+  /** Request headers the run's input keeps, beside the default ones. */
+  headers?: string[];
+}
+
+/** A webhook-triggered workflow's hook: where to send, and what it has received. */
+export interface Hook {
+  id: string;
+  /** The path to POST to, under the server's address. */
+  url: string;
+  /** Where the secret comes from: the platform (`generated`), or `secrets.NAME`; null for scheme none. */
+  secret_source: string | null;
+  /** Until when the secret a rotation replaced is still accepted, or null. */
+  previous_secret_expires_at: string | null;
+  /** Requests that started a run, matched none (filtered), repeated a dedupe key, and refused 401. */
+  accepted: number;
+  filtered: number;
+  duplicates: number;
+  refused: number;
+  last_accepted_at: string | null;
+  last_refused_at: string | null;
+  /** Why the last refusal was refused: `missing_signature`, `bad_signature`, `stale_timestamp`, … */
+  last_refused_reason: string | null;
+}
 
 /** What every step may say besides its own fields (docs/workflows/language.md). */
 export interface StepCommon {
@@ -332,6 +375,8 @@ export interface Workflow {
   version: number;
   created_at: string;
   updated_at: string;
+  /** A webhook trigger's hook (docs/inbound-webhooks.md). */
+  hook?: Hook;
 }
 
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
@@ -341,7 +386,7 @@ export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
-export type WorkflowWithSecret = Workflow & { signing_secret: string };
+export type WorkflowWithSecret = Workflow & { signing_secret: string; hook_secret?: string };
 
 /** A secret as the API shows it: never its value. */
 export interface Secret {
@@ -413,7 +458,10 @@ export interface PendingApproval {
   requested_at: string;
 }
 
-export type RunTrigger = { type: "manual" } | { type: "event"; event_id: string; event_type: string };
+export type RunTrigger =
+  | { type: "manual" }
+  | { type: "event"; event_id: string; event_type: string }
+  | { type: "webhook"; hook_id: string; request_id: string; dedupe_key: string | null };
 
 export interface Run {
   object: "run";

@@ -22,10 +22,14 @@ export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
     ["filter"],
   ),
   Trigger: {
-    oneOf: [ref("ManualTrigger"), ref("EventTrigger")],
+    oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("WebhookTrigger")],
     discriminator: {
       propertyName: "type",
-      mapping: { manual: "#/components/schemas/ManualTrigger", event: "#/components/schemas/EventTrigger" },
+      mapping: {
+        manual: "#/components/schemas/ManualTrigger",
+        event: "#/components/schemas/EventTrigger",
+        webhook: "#/components/schemas/WebhookTrigger",
+      },
     },
   },
 };
@@ -67,8 +71,13 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
+      hook: { ...ref("Hook"), description: "A webhook trigger's hook (docs/inbound-webhooks.md)" },
+      hook_secret: {
+        type: ["string", "null"],
+        description: "The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only",
+      },
     },
-    ["timeout_ms"],
+    ["timeout_ms", "hook", "hook_secret"],
   ),
   RunStep: object(
     "RunStep",
@@ -128,6 +137,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         oneOf: [
           object("ManualRunTrigger", { type: { const: "manual" } }),
           object("EventRunTrigger", { type: { const: "event" }, event_id: idOf("evt"), event_type: EVENT_TYPE }),
+          ref("WebhookRunTrigger"),
         ],
       },
       attempt: { type: "integer", minimum: 1, description: "1, and one more with every retry of the run" },
