@@ -1,10 +1,16 @@
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
-import { HOOK_BODY_MAX_BYTES, HOOK_ID_PATTERN, takesMediaType, type HookReceipt, type InboundRequest } from "../../shared/api/hooks";
-import { ApiError } from "../../shared/errors";
+import {
+  HOOK_BODY_MAX_BYTES,
+  HOOK_ID_PATTERN,
+  takesMediaType,
+  type HookReceipt,
+  type HookRefusal,
+  type InboundRequest,
+} from "../../shared/api/hooks";
+import { ApiError, ERROR_CODES } from "../../shared/errors";
 import { hasBody, readRawBody } from "./body";
 import type { GatewayPart } from "./gateway.types";
-import { toHttpError } from "./http-errors";
 import { RateLimiter } from "./rate-limiter";
 
 const SWEEP_INTERVAL_MS = 60_000;
@@ -28,7 +34,8 @@ function headersOf(req: IncomingMessage): Record<string, string> {
  * that costs nothing comes first: the id's form, the address's budget of refusals (the one unknown
  * keys spend), the hook's own budget, the media type and length. The body is read whole, exactly as
  * sent, and handed to the workflows service, which verifies its signature from memory before anything
- * is read or stored. A refusal 401 spends the address's budget of refusals.
+ * is read or stored. A refusal 401 spends the address's budget of refusals; a verified request the
+ * hook's (so forgeries from elsewhere cannot spend a provider's).
  */
 export const InboundMixin: GatewayPart = {
   methods: {
@@ -39,7 +46,7 @@ export const InboundMixin: GatewayPart = {
         x.rate = failures;
         throw new ApiError("rate_limited", "Too many refused requests from this address; slow down", { retry_after: failures.reset });
       }
-      const byHook = this.hookLimiter.hit(hookId);
+      const byHook = this.hookLimiter.check(hookId);
       x.rate = byHook;
       if (!byHook.allowed) throw new ApiError("rate_limited", "Too many requests to this hook; slow down", { retry_after: byHook.reset });
       let raw: Buffer = Buffer.alloc(0);
@@ -62,22 +69,24 @@ export const InboundMixin: GatewayPart = {
         headers: headersOf(req),
         raw: raw.toString("utf8"),
       };
-      try {
-        const receipt = await this.broker.call<HookReceipt, InboundRequest>("workflows.receiveHook", request, {
-          meta: { request_id: x.requestId, ...(x.traceparent && { traceparent: x.traceparent }) },
-        });
-        const { status, ...data } = receipt;
-        return { status, body: { data: { object: "hook_receipt", ...data } } };
-      } catch (err) {
-        if (toHttpError(err).status === 401) this.failedAuthLimiter.hit(x.addressBudget);
-        throw err;
+      const answer = await this.broker.call<HookReceipt | HookRefusal, InboundRequest>("workflows.receiveHook", request, {
+        meta: { request_id: x.requestId, ...(x.traceparent && { traceparent: x.traceparent }) },
+      });
+      if (answer.status === 401) {
+        this.failedAuthLimiter.hit(x.addressBudget);
+        const { type } = ERROR_CODES.invalid_signature;
+        return { status: 401, body: { error: { type, code: "invalid_signature", message: answer.message, request_id: x.requestId } } };
       }
+      // Only a verified request spends the hook's budget: forgeries cannot use up a provider's.
+      this.hookLimiter.hit(hookId);
+      const { status, ...data } = answer;
+      return { status, body: { data: { object: "hook_receipt", ...data } } };
     },
   },
 
   created() {
     const { config } = this.settings;
-    // A hook is budgeted as one API key is (RATE_LIMIT_MAX per window, for the cluster).
+    // A hook is budgeted as one API key is (RATE_LIMIT_MAX verified requests per window, for the cluster).
     this.hookLimiter = new RateLimiter(config.rateLimitMax, config.rateLimitWindowMs, () => this.gatewayNodes);
   },
 

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/api/context";
-import { HOOKS_CHANGED, type HookReceipt, type HooksChanged, type InboundRequest } from "../../shared/api/hooks";
+import { HOOKS_CHANGED, type HookReceipt, type HookRefusal, type HooksChanged, type InboundRequest } from "../../shared/api/hooks";
 import type { Hook } from "../../shared/api/wire";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { nowIso } from "../../shared/ids";
@@ -65,7 +65,7 @@ const noHook = () => new ApiError("resource_not_found", "No such hook, or its wo
  */
 export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & RunsMethods, HooksVars>> = {
   actions: {
-    /** Internal (POST /hooks/{hook_id}, no API key): verify, filter, dedupe, start. */
+    /** Internal (POST /hooks/{hook_id}, no API key): verify, filter, dedupe, start; a refusal is answered, not thrown. */
     receiveHook: {
       visibility: "public",
       params: {
@@ -75,7 +75,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
         headers: { type: "record", key: "string", value: "string" },
         raw: "string",
       },
-      async handler(ctx: Ctx<InboundRequest>): Promise<HookReceipt> {
+      async handler(ctx: Ctx<InboundRequest>): Promise<HookReceipt | HookRefusal> {
         const req = ctx.params;
         const entry = await this.hookCache.get(req.hook_id);
         if (!entry) throw noHook();
@@ -84,7 +84,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
         const refusal = verifyRequest(entry.trigger.verify, secrets, req.headers, req.raw, now);
         if (refusal) {
           this.countHook(entry, "refused", refusal);
-          throw new ApiError("invalid_signature", REFUSAL_MESSAGES[refusal]);
+          return { status: 401, message: REFUSAL_MESSAGES[refusal] };
         }
         // Verified: from here the workflow is read as it is now (its steps, its status).
         const { tenant } = entry;

@@ -48,6 +48,15 @@ export interface HookReceipt {
   filtered: boolean;
 }
 
+/**
+ * A request whose signature does not verify: answered 401 `invalid_signature`. A value, not a thrown
+ * error: a flood of forgeries then builds no error object (and no stack trace) per request.
+ */
+export interface HookRefusal {
+  status: 401;
+  message: string;
+}
+
 /** A tenant's stored secrets changed: hooks verifying with one of them read it again. */
 export function secretsChanged(broker: ServiceBroker, tenant: { org_id: string; environment: string }): void {
   const payload: HooksChanged = { org_id: tenant.org_id, environment: tenant.environment };
