@@ -242,6 +242,41 @@ describe("POST /workflows/{id}/hook/rotate-secret", () => {
   });
 });
 
+describe("a hook made and removed by PATCH", () => {
+  it("shows the secret a PATCH made, keeps the hook's id while the trigger stays a webhook, and drops it when it does not", async () => {
+    const { acme } = suite;
+    const made = await api(suite.p.baseUrl, "POST", "/workflows", {
+      key: acme.live,
+      body: { name: "later", trigger: { type: "manual" }, steps: STEPS },
+    });
+    expect(made.body.data.hook).toBeUndefined();
+    const id = made.body.data.id;
+    const patch = (trigger: unknown) => api(suite.p.baseUrl, "PATCH", `/workflows/${id}`, { key: acme.live, body: { trigger } });
+    const hooked = await patch({ type: "webhook", verify: { scheme: "github" } });
+    expect(hooked.status).toBe(200);
+    const { hook, hook_secret: secret } = hooked.body.data;
+    expect(secret).toMatch(/^whsec_/);
+    expect((await send(hook.url, "{}", githubHeader(secret, "{}"))).status).toBe(202);
+    const filtered = await patch({ type: "webhook", verify: { scheme: "github" }, filter: "false" });
+    expect(filtered.body.data.hook.id).toBe(hook.id);
+    expect(filtered.body.data.hook_secret).toBeUndefined();
+    expect((await send(hook.url, "{}", githubHeader(secret, "{}"))).body.data).toMatchObject({ filtered: true });
+    expect((await patch({ type: "manual" })).body.data.hook).toBeUndefined();
+    expectError(await send(hook.url, "{}", githubHeader(secret, "{}")), 404, "resource_not_found");
+  });
+
+  it("keeps no hook secret for an idempotent replay of its creation", async () => {
+    const { acme } = suite;
+    const body = { name: "replayed", trigger: { type: "webhook", verify: { scheme: "github" } }, steps: STEPS };
+    const headers = { "idempotency-key": `hook-${randomUUID()}` };
+    const first = await api(suite.p.baseUrl, "POST", "/workflows", { key: acme.live, body, headers });
+    expect(first.body.data.hook_secret).toMatch(/^whsec_/);
+    const replay = await api(suite.p.baseUrl, "POST", "/workflows", { key: acme.live, body, headers });
+    expect(replay.headers["secret-redacted"]).toBe("signing_secret, hook_secret");
+    expect(replay.body.data).toMatchObject({ id: first.body.data.id, hook_secret: null, signing_secret: null });
+  });
+});
+
 describe("random requests to a hook", () => {
   it("never answer a 5xx, and start a run only when signed", async () => {
     const { acme } = suite;
