@@ -88,7 +88,7 @@ describe("an enum parameter given a value it does not allow", () => {
     expect(method.body.error.message).toMatch(/"GET".*; received "FETCH"/);
     const trigger = await call("POST", "/workflows", { ...base, trigger: { type: 7 } });
     expectError(trigger, 400, "parameter_invalid", "trigger.type");
-    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event"; received 7');
+    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event", "webhook"; received 7');
   });
 });
 
