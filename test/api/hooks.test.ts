@@ -126,6 +126,19 @@ describe("POST /hooks/{hook_id} with Stripe's, GitHub's and a configured HMAC", 
     expectError(await send(wf.hook.url, raw, stripeHeader(secret, raw)), 401, "invalid_signature");
   });
 
+  it("refuses what a missing stored secret cannot verify, and verifies as soon as the secret is stored", async () => {
+    const { acme } = suite;
+    const wf = await hookWorkflow(acme.live, { type: "webhook", verify: { scheme: "stripe", secret: "{{secrets.LATER_HOOK}}" } });
+    const raw = "{}";
+    expectError(await send(wf.hook.url, raw, stripeHeader("whsec_later", raw)), 401, "invalid_signature");
+    await waitFor("the refusal to be counted", async () => {
+      const got = await api(suite.p.baseUrl, "GET", `/workflows/${wf.id}`, { key: acme.live });
+      return got.body.data.hook.last_refused_reason === "secret_unavailable";
+    });
+    await api(suite.p.baseUrl, "POST", "/secrets", { key: acme.live, body: { name: "LATER_HOOK", value: "whsec_later" } });
+    expect((await send(wf.hook.url, raw, stripeHeader("whsec_later", raw))).status).toBe(202);
+  });
+
   it("takes GitHub's X-Hub-Signature-256, and a configured header, prefix and base64 digest", async () => {
     const { acme } = suite;
     const gh = await hookWorkflow(acme.live, { type: "webhook", verify: { scheme: "github" }, headers: ["x-github-event"] });
@@ -299,9 +312,13 @@ describe("random requests to a hook", () => {
           { requiredKeys: [] },
         ),
         fc.boolean(),
-        async (raw, headers, signed) => {
+        fc.oneof(
+          fc.constant(""),
+          fc.webQueryParameters().map((q) => `?${q}`),
+        ),
+        async (raw, headers, signed, query) => {
           const sent = signed ? { ...headers, ...standardHeaders(wf.hook_secret!, raw) } : headers;
-          const res = await send(wf.hook.url, raw, sent);
+          const res = await send(wf.hook.url, raw, sent, query);
           expect(res.status).toBeLessThan(500);
           if (!signed) expect([401, 415]).toContain(res.status);
         },
