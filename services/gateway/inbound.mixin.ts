@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import {
   HOOK_BODY_MAX_BYTES,
   HOOK_ID_PATTERN,
+  NO_HOOK,
   takesMediaType,
   type HookReceipt,
   type HookRefusal,
@@ -17,8 +18,6 @@ const SWEEP_INTERVAL_MS = 60_000;
 /** Never handed on: the hook's signature is its credential, and these are a client's own. */
 const DROPPED = new Set(["authorization", "cookie", "proxy-authorization"]);
 
-const noHook = () => new ApiError("resource_not_found", "No such hook, or its workflow is inactive", { param: "hook_id" });
-
 /** The request's headers as the workflows service reads them: lower-case names, a repeated one joined by ", ". */
 function headersOf(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -31,20 +30,24 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 
 /**
  * `POST /v1/hooks/{hook_id}` (docs/inbound-webhooks.md): reached without an API key, so every check
- * that costs nothing comes first: the id's form, the address's budget of refusals (the one unknown
- * keys spend), the hook's own budget, the media type and length. The body is read whole, exactly as
+ * that costs nothing comes first: the address's budget of refusals (the one unknown keys spend), the
+ * id's form, the hook's own budget, the media type and length. The body is read whole, exactly as
  * sent, and handed to the workflows service, which verifies its signature from memory before anything
- * is read or stored. A refusal 401 spends the address's budget of refusals; a verified request the
- * hook's (so forgeries from elsewhere cannot spend a provider's).
+ * is read or stored. A refusal (401, or 404 for an id that names no active hook) spends the address's
+ * budget of refusals; a verified request the hook's (so forgeries from elsewhere cannot spend a
+ * provider's).
  */
 export const InboundMixin: GatewayPart = {
   methods: {
     async receiveInbound(req, x, hookId, search) {
-      if (!HOOK_ID_PATTERN.test(hookId)) throw noHook();
       const failures = this.failedAuthLimiter.check(x.addressBudget);
       if (!failures.allowed) {
         x.rate = failures;
         throw new ApiError("rate_limited", "Too many refused requests from this address; slow down", { retry_after: failures.reset });
+      }
+      if (!HOOK_ID_PATTERN.test(hookId)) {
+        this.failedAuthLimiter.hit(x.addressBudget);
+        throw new ApiError("resource_not_found", NO_HOOK.message, { param: "hook_id" });
       }
       const byHook = this.hookLimiter.check(hookId);
       x.rate = byHook;
@@ -72,10 +75,18 @@ export const InboundMixin: GatewayPart = {
       const answer = await this.broker.call<HookReceipt | HookRefusal, InboundRequest>("workflows.receiveHook", request, {
         meta: { request_id: x.requestId, ...(x.traceparent && { traceparent: x.traceparent }) },
       });
-      if (answer.status === 401) {
+      if (answer.status === 401 || answer.status === 404) {
+        // Made-up ids cost a lookup each (once per id and node): they spend the address's refusals too.
         this.failedAuthLimiter.hit(x.addressBudget);
-        const { type } = ERROR_CODES.invalid_signature;
-        return { status: 401, body: { error: { type, code: "invalid_signature", message: answer.message, request_id: x.requestId } } };
+        const { code, message } = answer;
+        const error = {
+          type: ERROR_CODES[code].type,
+          code,
+          message,
+          request_id: x.requestId,
+          ...(code === "resource_not_found" && { param: "hook_id" }),
+        };
+        return { status: answer.status, body: { error } };
       }
       // Only a verified request spends the hook's budget: forgeries cannot use up a provider's.
       this.hookLimiter.hit(hookId);

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { tenantOf, type CallMeta } from "../../shared/api/context";
-import { HOOKS_CHANGED, type HookReceipt, type HookRefusal, type HooksChanged, type InboundRequest } from "../../shared/api/hooks";
+import { HOOKS_CHANGED, NO_HOOK, type HookReceipt, type HookRefusal, type HooksChanged, type InboundRequest } from "../../shared/api/hooks";
 import type { Hook } from "../../shared/api/wire";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
 import { nowIso } from "../../shared/ids";
@@ -53,8 +53,6 @@ export interface HooksMethods {
 }
 type Ctx<P> = Context<P, CallMeta>;
 
-const noHook = () => new ApiError("resource_not_found", "No such hook, or its workflow is inactive", { param: "hook_id" });
-
 /**
  * Inbound webhooks (docs/inbound-webhooks.md): `POST /v1/hooks/{hook_id}`, which the gateway hands
  * over with its body exactly as received, and the rotation of a hook's secret. A request is verified
@@ -78,20 +76,20 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
       async handler(ctx: Ctx<InboundRequest>): Promise<HookReceipt | HookRefusal> {
         const req = ctx.params;
         const entry = await this.hookCache.get(req.hook_id);
-        if (!entry) throw noHook();
+        if (!entry) return NO_HOOK;
         const now = Date.now();
         const secrets = entry.trigger.verify.secret === undefined ? hookSecrets(entry.hook, now) : entry.stored ? [entry.stored] : [];
         const refusal = verifyRequest(entry.trigger.verify, secrets, req.headers, req.raw, now);
         if (refusal) {
           this.countHook(entry, "refused", refusal);
-          return { status: 401, message: REFUSAL_MESSAGES[refusal] };
+          return { status: 401, code: "invalid_signature", message: REFUSAL_MESSAGES[refusal] };
         }
         // Verified: from here the workflow is read as it is now (its steps, its status).
         const { tenant } = entry;
         const workflow = await this.workflows.get(tenant, entry.workflowId);
         if (!workflow || workflow.status !== "active" || workflow.trigger.type !== "webhook" || workflow.hook?.id !== req.hook_id) {
           this.hookCache.forget([req.hook_id]);
-          throw noHook();
+          return NO_HOOK;
         }
         const trigger = workflow.trigger;
         const request = requestView(req, trigger);

@@ -49,13 +49,13 @@ export interface HookReceipt {
 }
 
 /**
- * A request whose signature does not verify: answered 401 `invalid_signature`. A value, not a thrown
- * error: a flood of forgeries then builds no error object (and no stack trace) per request.
+ * A request refused before anything is read for it: 401 `invalid_signature` (its signature does not
+ * verify) or 404 `resource_not_found` (no such active hook). A value, not a thrown error: a flood of
+ * forgeries or of made-up ids then builds no error object (and no stack trace) per request.
  */
-export interface HookRefusal {
-  status: 401;
-  message: string;
-}
+export type HookRefusal =
+  { status: 401; code: "invalid_signature"; message: string } | { status: 404; code: "resource_not_found"; message: string };
+export const NO_HOOK: HookRefusal = { status: 404, code: "resource_not_found", message: "No such hook, or its workflow is inactive" };
 
 /** A tenant's stored secrets changed: hooks verifying with one of them read it again. */
 export function secretsChanged(broker: ServiceBroker, tenant: { org_id: string; environment: string }): void {

@@ -118,6 +118,15 @@ describe("the budgets of an address and of a hook", () => {
     expectError(await api(p.baseUrl, "POST", path, { raw: body, headers: from("198.51.100.2") }), 401, "invalid_signature");
   });
 
+  it("counts made-up hook ids against the address's refusals, as unknown keys are", async () => {
+    const { p } = suite;
+    const from = { "content-type": "application/json", "x-forwarded-for": "198.51.100.9" };
+    const madeUp = (i: number) => `/hooks/hk_${String(i).padStart(32, "A")}`;
+    for (let i = 0; i < 5; i++)
+      expectError(await api(p.baseUrl, "POST", madeUp(i), { raw: "{}", headers: from }), 404, "resource_not_found", "hook_id");
+    expectError(await api(p.baseUrl, "POST", madeUp(5), { raw: "{}", headers: from }), 429, "rate_limited");
+  });
+
   it("answers 429 past the hook's own budget, which only verified requests spend", async () => {
     const { p, globex } = suite;
     const wf = await hookOf(p.baseUrl, globex.live);
