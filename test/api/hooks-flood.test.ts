@@ -25,7 +25,7 @@ describe("a flood of bad signatures", () => {
   const suite = usePlatform({ RATE_LIMIT_MAX: "10000000", RATE_LIMIT_ADDRESS_MAX: "100000000" });
   /** Senders at once, each sending its next request as soon as the last is answered. */
   const FLOODERS = 8;
-  const SAMPLES = 300;
+  const SAMPLES = 150;
   /**
    * /health's median during the flood, over its median alone. One event loop serves the flood and the
    * probe (and, in this process, sends the flood too): each probe waits for about one request of each
@@ -34,7 +34,7 @@ describe("a flood of bad signatures", () => {
    */
   const IDLE_RATIO_MAX = 40;
   /** The same median during a flood of the cheapest refusal there is (no key: 401 before any work), same senders. */
-  const KEYLESS_RATIO_MAX = 5;
+  const KEYLESS_RATIO_MAX = 4;
 
   it("leaves /health's median within a bound of its idle figure, and stores nothing", async () => {
     const { p, acme } = suite;
@@ -84,12 +84,20 @@ describe("a flood of bad signatures", () => {
       body,
     } as const;
     await during(forgedFlood); // warm-up
-    const keyless = await during({ path: "/v1/me", method: "GET" });
-    const attacked = await during(forgedFlood);
+    // The two floods in turns, three rounds, so that a change in the machine's load meanwhile weighs on both alike.
+    const rounds: { keyless: number; forged: number; sent: number }[] = [];
+    for (let round = 0; round < 3; round++) {
+      const k = await during({ path: "/v1/me", method: "GET" });
+      const f = await during(forgedFlood);
+      rounds.push({ keyless: k.median, forged: f.median, sent: f.sent });
+    }
+    const middle = (values: number[]) => [...values].sort((a, b) => a - b)[1];
+    const keyless = { median: middle(rounds.map((r) => r.keyless)) };
+    const attacked = { median: middle(rounds.map((r) => r.forged)), sent: Math.min(...rounds.map((r) => r.sent)) };
     await probe.close();
     console.log(
-      `/health p50: idle ${idle.toFixed(2)} ms; during ${attacked.sent} forged requests ${attacked.median.toFixed(2)} ms ` +
-        `(×${(attacked.median / idle).toFixed(1)}); during ${keyless.sent} keyless ones ${keyless.median.toFixed(2)} ms`,
+      `/health p50 (middle of 3 rounds): idle ${idle.toFixed(2)} ms; during forged requests ${attacked.median.toFixed(2)} ms ` +
+        `(×${(attacked.median / idle).toFixed(1)}); during keyless ones ${keyless.median.toFixed(2)} ms; rounds ${JSON.stringify(rounds)}`,
     );
     expect([...statuses]).toEqual([401]);
     expect(attacked.sent).toBeGreaterThan(SAMPLES);
