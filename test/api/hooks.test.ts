@@ -7,7 +7,11 @@ import { api, expectError, usePlatform } from "../helpers/platform";
  * Inbound webhooks (issue 32): `POST /v1/hooks/{hook_id}` with requests signed here as each
  * provider signs them (node:crypto), accepted, and every forgery refused 401 with nothing stored.
  */
-const suite = usePlatform({ RATE_LIMIT_MAX: "100000", SECRETS_KEYS: `k1:${Buffer.alloc(32, 7).toString("base64")}` });
+const suite = usePlatform({
+  RATE_LIMIT_MAX: "100000",
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  SECRETS_KEYS: `k1:${Buffer.alloc(32, 7).toString("base64")}`,
+});
 
 const STEPS = [{ id: "echo", type: "set", output: { body: "{{ input.request.body }}" } }];
 
@@ -252,6 +256,40 @@ describe("POST /workflows/{id}/hook/rotate-secret", () => {
     expectError(await send(wf.hook.url, raw, standardHeaders(wf.hook_secret!, raw)), 401, "invalid_signature");
     expect((await send(wf.hook.url, raw, standardHeaders(second, raw))).status).toBe(202);
     expect((await send(wf.hook.url, raw, standardHeaders(third, raw))).status).toBe(202);
+  });
+});
+
+describe("this platform's own webhook deliveries", () => {
+  it("start a run of a workflow whose hook verifies them with the webhook's secret", async () => {
+    const { acme } = suite;
+    const wf = await hookWorkflow(acme.live, {
+      type: "webhook",
+      verify: { scheme: "standard_webhooks", secret: "{{secrets.OWN_WEBHOOK}}" },
+      dedupe: { header: "webhook-id" },
+      filter: "request.body.type == 'order.paid'",
+    });
+    const origin = suite.p.baseUrl.replace(/\/v1$/, "");
+    const webhook = await api(suite.p.baseUrl, "POST", "/webhooks", {
+      key: acme.live,
+      body: { url: `${origin}${wf.hook.url}`, events: ["order.paid"] },
+    });
+    expect(webhook.status).toBe(201);
+    const stored = await api(suite.p.baseUrl, "POST", "/secrets", {
+      key: acme.live,
+      body: { name: "OWN_WEBHOOK", value: webhook.body.data.secret },
+    });
+    expect(stored.status).toBe(201);
+    const event = await api(suite.p.baseUrl, "POST", "/events", { key: acme.live, body: { type: "order.paid", data: { order: "o_9" } } });
+    expect(event.status).toBe(201);
+    await waitFor("the delivery to start a run", async () => (await runsOf(acme.live, wf.id)) === 1);
+    const runs = await api(suite.p.baseUrl, "GET", `/workflows/${wf.id}/runs`, { key: acme.live });
+    const run = runs.body.data[0];
+    expect(run.input.request.body).toMatchObject({ id: event.body.data.id, type: "order.paid", data: { order: "o_9" } });
+    expect(run.trigger.dedupe_key).toBe(run.input.request.headers["webhook-id"]);
+    await waitFor("the delivery to be recorded as delivered", async () => {
+      const list = await api(suite.p.baseUrl, "GET", `/webhooks/${webhook.body.data.id}/deliveries`, { key: acme.live });
+      return list.body.data[0]?.status === "succeeded";
+    });
   });
 });
 
