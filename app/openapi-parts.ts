@@ -27,6 +27,10 @@ export const TAGS: Record<string, { name: string; description: string }> = {
   "audit-log": { name: "Audit log", description: "Who changed what in the organization, from where and when" },
   analytics: { name: "Analytics", description: "Usage and outcome counters by window" },
   webhooks: { name: "Webhooks", description: "Webhook endpoints and their delivery log" },
+  hooks: {
+    name: "Inbound webhooks",
+    description: "POST /hooks/{hook_id}: a provider's signed request starts a workflow's run, without an API key",
+  },
   listen: { name: "Listen", description: "The CLI's `listen --forward-to`: signed deliveries streamed to a developer's machine" },
 };
 export const tagOf = (route: RouteDef) => TAGS[route.path.split("/")[1]].name;
@@ -97,6 +101,14 @@ export const PARAMETER_COMPONENTS: Json = {
   },
 };
 
+/** What Secret-Redacted may say for a route's secret fields: those the answer held, in order (services/gateway/idempotency.ts). */
+function redactions(fields: string | readonly string[]): string[] {
+  const list = typeof fields === "string" ? [fields] : fields;
+  const subsets: string[][] = [[]];
+  for (const field of list) for (const s of [...subsets]) subsets.push([...s, field]);
+  return subsets.filter((s) => s.length > 0).map((s) => s.join(", "));
+}
+
 /** The headers answers carry; `SecretRedacted` names the fields of the routes that show a secret once. */
 export function headerComponents(routes: readonly RouteDef[]): Json {
   return {
@@ -114,8 +126,8 @@ export function headerComponents(routes: readonly RouteDef[]): Json {
       schema: { type: "string", enum: ["true"] },
     },
     SecretRedacted: {
-      description: "On an idempotent replay: the field of `data` that held a secret shown once, now null",
-      schema: { type: "string", enum: [...new Set(routes.flatMap((r) => (r.secret ? [r.secret] : [])))] },
+      description: "On an idempotent replay: the fields of `data` that held a secret shown once, now null (comma-separated)",
+      schema: { type: "string", enum: [...new Set(routes.flatMap((r) => (r.secret ? redactions(r.secret) : [])))] },
     },
     Location: { description: "The created resource's URL", schema: { type: "string", format: "uri-reference" } },
   };

@@ -56,7 +56,8 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       return { ...logic, ...(orNull && { type: [logic.type, "null"] }), ...(own.default !== undefined && { default: own.default }) };
     };
     const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-    const rest = Object.fromEntries(Object.entries(params).filter(([name]) => !inPath.includes(name)));
+    // An inbound hook's action takes the raw request the gateway hands it, not a JSON body of parameters.
+    const rest = route.inbound ? {} : Object.fromEntries(Object.entries(params).filter(([name]) => !inPath.includes(name)));
     const parameters: Json[] = inPath.map((name) => ({
       name,
       in: "path",
@@ -85,9 +86,19 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
         content: { "application/json": { schema: body, example: exampleOf(body, components) } },
       };
     }
+    if (route.inbound)
+      requestBody = {
+        required: false,
+        description: "Whatever the provider sends (at most 64 KiB): verified as received, parsed for the run when it is JSON",
+        content: {
+          "application/json": { schema: { type: "object", additionalProperties: true }, example: { type: "invoice.paid" } },
+          "text/plain": { schema: { type: "string" } },
+          "application/x-www-form-urlencoded": { schema: { type: "object", additionalProperties: true } },
+        },
+      };
     parameters.push({ $ref: "#/components/parameters/ServiceVersion" });
     parameters.push({ $ref: "#/components/parameters/XRequestId" }, { $ref: "#/components/parameters/Traceparent" });
-    if (route.method === "POST") parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
+    if (route.method === "POST" && !route.inbound) parameters.push({ $ref: "#/components/parameters/IdempotencyKey" });
     const status = String(route.status ?? 200);
     const data = route.resource ? schemaRef(route.resource) : {};
     const okSchema: Json = route.list
@@ -122,10 +133,14 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
       tags: [tagOf(route)],
       summary: `${route.method} ${route.path}`,
       description:
-        (route.scope === null ? "Any valid key." : `Needs the \`${route.scope}\` scope.`) +
+        (route.inbound
+          ? "No API key: the hook's signature is checked against the body as sent (docs/inbound-webhooks.md). 202: a run started; 200: a duplicate (the first run) or a request the filter passed over."
+          : route.scope === null
+            ? "Any valid key."
+            : `Needs the \`${route.scope}\` scope.`) +
         (EXCLUSIVE_QUERY[route.action] ? ` Filter by one of ${EXCLUSIVE_QUERY[route.action].join(", ")} at a time.` : ""),
       ...(EXCLUSIVE_QUERY[route.action] && { "x-exclusive-query": [...EXCLUSIVE_QUERY[route.action]] }),
-      security: [{ bearer: route.scope === null ? [] : [route.scope] }],
+      security: route.inbound ? [] : [{ bearer: route.scope === null ? [] : [route.scope] }],
       parameters,
       ...(requestBody && { requestBody }),
       responses: {
@@ -144,6 +159,11 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
         ...Object.fromEntries(errors.map((code) => [code, { $ref: `#/components/responses/E${code}` }])),
       },
     };
+    // A duplicate or a request its filter passed over: answered 200 (no run started).
+    if (route.inbound) {
+      const responses = (paths[route.path] as Record<string, { responses: Record<string, Json> }>)[route.method.toLowerCase()].responses;
+      responses["200"] = { ...responses[status], description: "A duplicate (the first run's id) or a request the filter passed over" };
+    }
   }
   const usedTags = [...new Set(routes.map(tagOf))];
   return {

@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   invalid_api_key: { status: 401, type: "authentication_error" },
   api_key_revoked: { status: 401, type: "authentication_error" },
   api_key_expired: { status: 401, type: "authentication_error" },
+  /** An inbound webhook (POST /hooks/{hook_id}) whose signature does not verify: nothing of it is stored. */
+  invalid_signature: { status: 401, type: "authentication_error" },
   insufficient_scope: { status: 403, type: "permission_error" },
   resource_not_found: { status: 404, type: "not_found_error" },
   route_not_found: { status: 404, type: "not_found_error" },

@@ -340,6 +340,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/workflows/{id}/hook/rotate-secret": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /workflows/{id}/hook/rotate-secret
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsRotateHookSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/hooks/{hook_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /hooks/{hook_id}
+     * @description No API key: the hook's signature is checked against the body as sent (docs/inbound-webhooks.md). 202: a run started; 200: a duplicate (the first run) or a request the filter passed over.
+     */
+    post: operations["workflowsReceiveHook"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/workflows/{id}/runs": {
     parameters: {
       query?: never;
@@ -1410,7 +1450,170 @@ export interface components {
       catchup_window_ms?: number;
     };
     ScheduleTrigger: components["schemas"]["CronScheduleTrigger"] | components["schemas"]["EveryScheduleTrigger"];
-    Trigger: components["schemas"]["ManualTrigger"] | components["schemas"]["EventTrigger"] | components["schemas"]["ScheduleTrigger"];
+    Trigger:
+      | components["schemas"]["ManualTrigger"]
+      | components["schemas"]["EventTrigger"]
+      | components["schemas"]["ScheduleTrigger"]
+      | components["schemas"]["WebhookTrigger"];
+    HookVerify:
+      | {
+          /** @constant */
+          scheme: "standard_webhooks";
+          /** @description A stored secret as {{secrets.NAME}}; absent: the platform makes one, shown once */
+          secret?: string;
+          /** @description How far the signed timestamp may be from now, in seconds (default 300) */
+          tolerance_s?: number;
+        }
+      | {
+          /** @constant */
+          scheme: "hmac_sha256";
+          /** @description A stored secret as {{secrets.NAME}}; absent: the platform makes one, shown once */
+          secret?: string;
+          /**
+           * @description The header holding the signature (default x-signature)
+           * @example webhook-id
+           */
+          header?: string;
+          /** @description Text before the digest, such as "sha256=" (default none) */
+          prefix?: string;
+          /**
+           * @description The digest's encoding (default hex)
+           * @enum {string}
+           */
+          encoding?: "hex" | "base64";
+        }
+      | {
+          /** @constant */
+          scheme: "stripe";
+          /** @description A stored secret as {{secrets.NAME}}; absent: the platform makes one, shown once */
+          secret?: string;
+          /** @description How far the signed timestamp may be from now, in seconds (default 300) */
+          tolerance_s?: number;
+        }
+      | {
+          /** @constant */
+          scheme: "github";
+          /** @description A stored secret as {{secrets.NAME}}; absent: the platform makes one, shown once */
+          secret?: string;
+        }
+      | {
+          /** @constant */
+          scheme: "none";
+        };
+    /** WebhookTrigger */
+    WebhookTrigger: {
+      /** @constant */
+      type: "webhook";
+      verify: components["schemas"]["HookVerify"];
+      /** HookDedupe */
+      dedupe?: {
+        /** @example webhook-id */
+        header: string;
+      };
+      /** @description A CEL condition over `request`: only requests it passes start a run */
+      filter?: string;
+      /** @description Request headers the run's input keeps beside the default ones */
+      headers?: string[];
+    };
+    /**
+     * Hook
+     * @description A webhook trigger's hook: where to send, and what it received
+     */
+    Hook: {
+      /** @example hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0 */
+      id: string;
+      /**
+       * @description The path to POST to, under the server's address
+       * @example /v1/hooks/hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0
+       */
+      url: string;
+      /** @description `generated`, `secrets.NAME`, or null for scheme none */
+      secret_source: string | null;
+      /**
+       * Format: date-time
+       * @description Until when the secret a rotation replaced is still accepted
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      previous_secret_expires_at: string | null;
+      accepted: number;
+      filtered: number;
+      duplicates: number;
+      /** @description Requests refused 401 (counted every second or so) */
+      refused: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      last_accepted_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      last_refused_at: string | null;
+      /** @example bad_signature */
+      last_refused_reason: string | null;
+    };
+    /**
+     * HookReceipt
+     * @description The answer to an inbound request
+     */
+    HookReceipt: {
+      /** @constant */
+      object: "hook_receipt";
+      /** @description The run started (202) or started by the first of duplicates (200); null when the filter passed over it */
+      run_id: string | null;
+      duplicate: boolean;
+      filtered: boolean;
+    };
+    /** WebhookRunTrigger */
+    WebhookRunTrigger: {
+      /** @constant */
+      type: "webhook";
+      /** @example hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0 */
+      hook_id: string;
+      request_id: string;
+      dedupe_key: string | null;
+    };
+    /**
+     * HookWithSecret
+     * @description A webhook trigger's hook: where to send, and what it received
+     */
+    HookWithSecret: {
+      /** @example hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0 */
+      id: string;
+      /**
+       * @description The path to POST to, under the server's address
+       * @example /v1/hooks/hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0
+       */
+      url: string;
+      /** @description `generated`, `secrets.NAME`, or null for scheme none */
+      secret_source: string | null;
+      /**
+       * Format: date-time
+       * @description Until when the secret a rotation replaced is still accepted
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      previous_secret_expires_at: string | null;
+      accepted: number;
+      filtered: number;
+      duplicates: number;
+      /** @description Requests refused 401 (counted every second or so) */
+      refused: number;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      last_accepted_at: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      last_refused_at: string | null;
+      /** @example bad_signature */
+      last_refused_reason: string | null;
+      /** @description The hook's new secret: in this answer only (null in an idempotent replay of it) */
+      secret: string | null;
+    };
     /** HttpStep */
     HttpStep: {
       id: string;
@@ -1781,6 +1984,10 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       next_run_at?: string | null;
+      /** @description A webhook trigger's hook (docs/inbound-webhooks.md) */
+      hook?: components["schemas"]["Hook"];
+      /** @description The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only */
+      hook_secret?: string | null;
     };
     /** RunStep */
     RunStep: {
@@ -1896,7 +2103,8 @@ export interface components {
         | {
             /** @constant */
             type: "parent";
-          };
+          }
+        | components["schemas"]["WebhookRunTrigger"];
       /** @description 1, and one more with every retry of the run */
       attempt: number;
       /**
@@ -2241,6 +2449,10 @@ export interface components {
        * @example 2026-11-23T10:00:00.000Z
        */
       next_run_at?: string | null;
+      /** @description A webhook trigger's hook (docs/inbound-webhooks.md) */
+      hook?: components["schemas"]["Hook"];
+      /** @description The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only */
+      hook_secret?: string | null;
       /** @description The secret that signs its http steps' requests: in this answer only (null in an idempotent replay of it) */
       signing_secret: string | null;
     };
@@ -2630,6 +2842,7 @@ export interface components {
           | "invalid_api_key"
           | "api_key_revoked"
           | "api_key_expired"
+          | "invalid_signature"
           | "insufficient_scope"
           | "resource_not_found"
           | "route_not_found"
@@ -2903,8 +3116,8 @@ export interface components {
     RetryAfter: number;
     /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
     IdempotentReplayed: "true";
-    /** @description On an idempotent replay: the field of `data` that held a secret shown once, now null */
-    SecretRedacted: "key" | "signing_secret" | "secret";
+    /** @description On an idempotent replay: the fields of `data` that held a secret shown once, now null (comma-separated) */
+    SecretRedacted: "key" | "signing_secret" | "hook_secret" | "signing_secret, hook_secret" | "secret";
     /** @description The created resource's URL */
     Location: string;
   };
@@ -4847,6 +5060,176 @@ export interface operations {
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
       500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsRotateHookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          "Secret-Redacted": components["headers"]["SecretRedacted"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "id": "hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0",
+           *         "url": "/v1/hooks/hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0",
+           *         "secret_source": "x",
+           *         "previous_secret_expires_at": "2026-11-23T10:00:00.000Z",
+           *         "accepted": 0,
+           *         "filtered": 0,
+           *         "duplicates": 0,
+           *         "refused": 0,
+           *         "last_accepted_at": "2026-11-23T10:00:00.000Z",
+           *         "last_refused_at": "2026-11-23T10:00:00.000Z",
+           *         "last_refused_reason": "bad_signature",
+           *         "secret": "x"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["HookWithSecret"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsReceiveHook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The hook's id */
+        hook_id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Whatever the provider sends (at most 64 KiB): verified as received, parsed for the run when it is JSON */
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "type": "invoice.paid"
+         *     }
+         */
+        "application/json": {
+          [key: string]: unknown;
+        };
+        "text/plain": string;
+        "application/x-www-form-urlencoded": {
+          [key: string]: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description A duplicate (the first run's id) or a request the filter passed over */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "hook_receipt",
+           *         "run_id": "x",
+           *         "duplicate": true,
+           *         "filtered": true
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["HookReceipt"];
+          };
+        };
+      };
+      /** @description Accepted: the work goes on in the background */
+      202: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "hook_receipt",
+           *         "run_id": "x",
+           *         "duplicate": true,
+           *         "filtered": true
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["HookReceipt"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
       503: components["responses"]["E503"];
     };
   };

@@ -38,35 +38,7 @@ export async function readJsonBody(req: IncomingMessage, timeoutMs: number): Pro
     throw new ApiError("unsupported_media_type", "Request bodies must be JSON, sent with Content-Type: application/json");
   }
   if (Number(req.headers["content-length"] ?? 0) > BODY_LIMIT) throw tooLarge();
-  const raw = await new Promise<Buffer>((ok, fail) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const timer = setTimeout(
-      () => {
-        req.off("data", onData);
-        fail(new ApiError("request_timeout", `The request body did not arrive within ${timeoutMs} ms`));
-      },
-      Math.max(0, timeoutMs),
-    );
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= BODY_LIMIT) return void chunks.push(chunk);
-      // Stop keeping it, but drain the rest so the 413 can still be written on this socket.
-      clearTimeout(timer);
-      req.off("data", onData);
-      req.resume();
-      fail(tooLarge());
-    };
-    req.on("data", onData);
-    req.once("end", () => {
-      clearTimeout(timer);
-      ok(Buffer.concat(chunks, size));
-    });
-    req.once("error", (err) => {
-      clearTimeout(timer);
-      fail(err);
-    });
-  });
+  const raw = await readRawBody(req, timeoutMs, BODY_LIMIT);
   const text = raw.toString("utf8");
   const checked = parseJsonWithinLimits(text, BODY_LIMITS);
   if (!checked.ok && checked.kind === "invalid_json") throw new ApiError("invalid_json", "The request body is not valid JSON");
@@ -123,4 +95,45 @@ function faultError(fault: JsonFault): ApiError {
         { param },
       );
   }
+}
+
+/**
+ * The request's body, whole, as sent: over `limit` bytes it answers 413 (and drains the rest, so the
+ * answer can still be written), and not all received within `timeoutMs` 408 `request_timeout`.
+ */
+export function readRawBody(req: IncomingMessage, timeoutMs: number, limit: number): Promise<Buffer> {
+  const tooLarge = () =>
+    new ApiError(
+      "payload_too_large",
+      `The request body is over ${limit} bytes (${limit >= 1024 * 1024 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`})`,
+    );
+  return new Promise<Buffer>((ok, fail) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timer = setTimeout(
+      () => {
+        req.off("data", onData);
+        fail(new ApiError("request_timeout", `The request body did not arrive within ${timeoutMs} ms`));
+      },
+      Math.max(0, timeoutMs),
+    );
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      // Stop keeping it, but drain the rest so the 413 can still be written on this socket.
+      clearTimeout(timer);
+      req.off("data", onData);
+      req.resume();
+      fail(tooLarge());
+    };
+    req.on("data", onData);
+    req.once("end", () => {
+      clearTimeout(timer);
+      ok(Buffer.concat(chunks, size));
+    });
+    req.once("error", (err) => {
+      clearTimeout(timer);
+      fail(err);
+    });
+  });
 }

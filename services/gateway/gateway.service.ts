@@ -11,6 +11,7 @@ import { STORE, type GatewayMethods, type GatewaySettings, type GatewayVars } fr
 import { HttpServerMixin } from "./http-server.mixin";
 import { Idempotency } from "./idempotency";
 import { IdentityCache } from "./identity-cache";
+import { InboundMixin } from "./inbound.mixin";
 import { ListenMixin } from "./listen.mixin";
 import { Meter } from "./meter";
 import { PipelineMixin } from "./pipeline.mixin";
@@ -40,6 +41,7 @@ const GatewayService: ServiceSchema<GatewaySettings, GatewayMethods, GatewayVars
     StoreMixin(STORE),
     ListenMixin,
     PipelineMixin,
+    InboundMixin,
     AuthenticateMixin,
     ReadinessMixin,
     RecordsMixin,

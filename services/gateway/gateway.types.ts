@@ -71,8 +71,11 @@ export interface GatewayVars extends StoreVars<typeof STORE>, ListenVars {
   orgLimiter: RateLimiter;
   /** Every request from one client address, with a key or without (/health and /ready too). */
   addressLimiter: RateLimiter;
-  /** Requests from one client address answered 401 (no key, a malformed or unknown one): a key's budget. */
+  /** Requests from one client address answered 401 (no key, a malformed or unknown one, a bad hook signature): a key's budget. */
   failedAuthLimiter: RateLimiter;
+  /** Requests to one inbound hook (inbound.mixin.ts), valid or not: a key's budget. */
+  hookLimiter: RateLimiter;
+  hookSweeper: NodeJS.Timeout | undefined;
   trustProxy: boolean;
   bodyTimeoutMs: number;
   /** The node is stopping: every answer closes its connection, and requests read from now on are refused. */
@@ -115,6 +118,8 @@ export interface GatewayMethods extends ListenMethods {
   /** The top-level parameters an action declares, or null when it takes any (no strict schema known here). */
   paramNamesOf(action: string): ReadonlySet<string> | null;
   authenticate(req: IncomingMessage, x: Exchange): Promise<Caller>;
+  /** POST /v1/hooks/{hook_id}: no key; the raw request to the workflows service (inbound.mixin.ts). */
+  receiveInbound(req: IncomingMessage, x: Exchange, hookId: string, search: string | null): Promise<{ status: number; body: unknown }>;
   /** Who asked, for the per-address budgets: the socket's peer, or the proxy's word for it with TRUST_PROXY. */
   clientAddress(req: IncomingMessage): string;
   /** A new request's bookkeeping: its id, start time, method, client address. */

@@ -57,11 +57,16 @@ export const fingerprintOf = (keyId: string, method: string, path: string, query
     .update(`${keyId}\n${method} ${path}\n${canonicalQuery(query)}\n${canonicalJson(body ?? {})}`)
     .digest("hex");
 
-/** An answer as stored: the secret a creation shows once (`data[field]`) replaced by null. */
-export function withoutSecret(body: unknown, field: string | undefined): { body: unknown; redacted: string | null } {
+/**
+ * An answer as stored: the secrets a creation shows once (`data[field]`, for each field given that
+ * it holds) replaced by null; `redacted` names them, comma-separated.
+ */
+export function withoutSecret(body: unknown, field: string | readonly string[] | undefined): { body: unknown; redacted: string | null } {
   const data = (body as { data?: Record<string, unknown> } | null)?.data;
-  if (field === undefined || data === null || typeof data !== "object" || !(field in data)) return { body, redacted: null };
-  return { body: { ...(body as object), data: { ...data, [field]: null } }, redacted: field };
+  if (field === undefined || data === null || typeof data !== "object") return { body, redacted: null };
+  const held = (typeof field === "string" ? [field] : field).filter((f) => f in data);
+  if (held.length === 0) return { body, redacted: null };
+  return { body: { ...(body as object), data: { ...data, ...Object.fromEntries(held.map((f) => [f, null])) } }, redacted: held.join(", ") };
 }
 
 /**
@@ -138,7 +143,13 @@ export class Idempotency {
   }
 
   /** Keeps the answer for replays; `secretField` names the field of `data` that must not be stored. */
-  async complete(tenant: Required<Tenant>, id: string, status: number, body: unknown, secretField?: string): Promise<void> {
+  async complete(
+    tenant: Required<Tenant>,
+    id: string,
+    status: number,
+    body: unknown,
+    secretField?: string | readonly string[],
+  ): Promise<void> {
     const kept = withoutSecret(body, secretField);
     await this.records.update(
       tenant,

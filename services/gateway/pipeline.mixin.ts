@@ -88,6 +88,7 @@ export const PipelineMixin: GatewayPart = {
       const route: RouteDef = match.route;
       x.route = route.path;
       x.path = path.slice(3);
+      if (route.inbound) return this.receiveInbound(req, x, match.params.hook_id, search);
 
       // Who asks and whether they may, before the body is read: an unauthenticated sender costs no
       // parsing, and its unread body closes the connection (renderError).

@@ -14,8 +14,13 @@ export interface RouteDef {
   status?: 201 | 202;
   /** The action answers a `ListResult` that becomes `{data, meta}`. */
   list?: true;
-  /** The field of the answer that holds a secret shown once: never stored for an idempotent replay. */
-  secret?: "key" | "secret" | "signing_secret";
+  /** The fields of the answer that hold a secret shown once: never stored for an idempotent replay. */
+  secret?: SecretField | readonly SecretField[];
+  /**
+   * An inbound webhook: no API key (the hook's signature is checked instead); the gateway hands the
+   * raw request to the action (inbound.mixin.ts). Its `scope` is null.
+   */
+  inbound?: true;
   /** The gateway answers with a stream of Server-Sent Events (services/gateway/listen.mixin.ts). */
   stream?: true;
   /** What `data` holds (one, or a list's items): a schema of shared/api/schemas.ts RESOURCES, for the API reference. */
@@ -26,6 +31,8 @@ export interface RouteDef {
    */
   audit?: AuditSpec | false;
 }
+
+export type SecretField = "key" | "secret" | "signing_secret" | "hook_secret";
 
 export interface AuditSpec {
   /** `<resource type>.<verb>`: the entry's action, and its resource's type (the part before the dot). */
@@ -113,7 +120,7 @@ export const ROUTES: readonly RouteDef[] = [
     scope: "workflows:write",
     resource: "WorkflowWithSecret",
     status: 201,
-    secret: "signing_secret",
+    secret: ["signing_secret", "hook_secret"],
     audit: audit("workflow.created"),
   },
   // Checks a definition and stores nothing: nothing changed to record.
@@ -151,6 +158,26 @@ export const ROUTES: readonly RouteDef[] = [
     resource: "WorkflowWithSecret",
     secret: "signing_secret",
     audit: audit("workflow.secret_rotated"),
+  },
+  {
+    method: "POST",
+    path: "/workflows/{id}/hook/rotate-secret",
+    action: "workflows.rotateHookSecret",
+    scope: "workflows:write",
+    resource: "HookWithSecret",
+    secret: "secret",
+    audit: audit("workflow.hook_secret_rotated"),
+  },
+  // Inbound webhooks (docs/inbound-webhooks.md): the data plane, without a key; the run is the record.
+  {
+    method: "POST",
+    path: "/hooks/{hook_id}",
+    action: "workflows.receiveHook",
+    scope: null,
+    inbound: true,
+    resource: "HookReceipt",
+    status: 202,
+    audit: false,
   },
   // The data plane, as POST /events (counted by key in GET /analytics/usage); the run itself is the record.
   {

@@ -7,6 +7,7 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import { checkCountQuota, QUOTAS } from "../../shared/records/quotas";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import type { Secret } from "../../shared/api/wire";
+import { secretsChanged } from "../../shared/api/hooks";
 import { open, seal, SECRET_NAME, SecretUnavailable, secretView, type SecretDoc } from "./secrets.logic";
 import {
   createSecretParams,
@@ -67,6 +68,7 @@ export const SecretsMixin: Partial<ServiceSchema<PlatformSettings, SecretsMethod
         if (existing) {
           const updated = await this.secrets.update(tenant, { id: existing.id }, { $set: { ...sealed, updated_at: at } });
           if (!updated) throw noSecret(name);
+          secretsChanged(this.broker, tenant);
           return secretView(updated);
         }
         await checkCountQuota(
@@ -84,6 +86,7 @@ export const SecretsMixin: Partial<ServiceSchema<PlatformSettings, SecretsMethod
           if (isDuplicate(err)) throw new ApiError("invalid_state", `The secret '${name}' was created meanwhile; retry`, { param: "name" });
           throw err;
         }
+        secretsChanged(this.broker, tenant);
         return secretView(doc);
       },
     },
@@ -112,6 +115,7 @@ export const SecretsMixin: Partial<ServiceSchema<PlatformSettings, SecretsMethod
       async handler(ctx: Ctx<SecretNameParams>): Promise<Secret> {
         const removed = await this.secrets.delete(tenantOf(ctx), { name: ctx.params.name });
         if (!removed) throw noSecret(ctx.params.name);
+        secretsChanged(this.broker, removed);
         return secretView(removed);
       },
     },

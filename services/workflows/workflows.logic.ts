@@ -9,6 +9,7 @@ import { checkWaitStep } from "./waits.logic";
 import { checkScheduleTrigger } from "./schedule-trigger.logic";
 import type { ScheduleState } from "./schedule-ticks.logic";
 import { isId } from "../../shared/ids";
+import { checkWebhookTrigger, hookView, type HookDoc } from "./hooks.logic";
 import {
   HTTP_METHODS,
   type Actor,
@@ -49,7 +50,7 @@ export {
 } from "../../shared/api/wire";
 
 /** A workflow as stored: what the API shows (shared/api/wire.ts), its organization and the secrets that sign its http steps. */
-export interface WorkflowDoc extends Omit<Workflow, "object"> {
+export interface WorkflowDoc extends Omit<Workflow, "object" | "hook"> {
   org_id: string;
   /** Absent on workflows stored before steps were signed: their requests go unsigned until a rotate-secret. */
   signing_secret?: string;
@@ -57,6 +58,8 @@ export interface WorkflowDoc extends Omit<Workflow, "object"> {
   previous_signing_secret?: { secret: string; expires_at: string };
   /** Schedule triggers: when it ticks and what its ticks did (schedule-ticks.logic.ts). */
   schedule?: ScheduleState;
+  /** A webhook trigger's hook, with its secret (hooks.logic.ts): shown without it. */
+  hook?: HookDoc;
 }
 
 export type WorkflowView = Workflow;
@@ -65,6 +68,7 @@ export const workflowView = ({
   signing_secret: _s,
   previous_signing_secret: _p,
   schedule,
+  hook,
   ...view
 }: WorkflowDoc): WorkflowView => ({
   object: "workflow",
@@ -72,6 +76,7 @@ export const workflowView = ({
   ...(view.trigger.type === "schedule" && {
     next_run_at: schedule?.next_at !== undefined ? new Date(schedule.next_at).toISOString() : null,
   }),
+  ...(hook && view.trigger.type === "webhook" && { hook: hookView(hook, view.trigger.verify) }),
 });
 
 /** The secrets that sign a step's request now: the current one first, the rotated-out one during its overlap. */
@@ -128,6 +133,7 @@ export function checkTrigger(raw: unknown): Trigger {
   if (!isObject(raw))
     throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
   if (raw.type === "schedule") return checkScheduleTrigger(raw);
+  if (raw.type === "webhook") return checkWebhookTrigger(raw);
   const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
@@ -136,7 +142,7 @@ export function checkTrigger(raw: unknown): Trigger {
       throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
     return { type: "manual" };
   }
-  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event", "schedule"], raw.type);
+  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event", "schedule", "webhook"], raw.type);
   const type = raw.event_type;
   const pattern = typeof type === "string" && isPattern(type);
   if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {

@@ -17,6 +17,9 @@ import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { checkCancelOn } from "./waits.logic";
 import { WaitsMixin } from "./waits.mixin";
+import { HooksMixin, type HooksMethods } from "./hooks.mixin";
+import { planHook } from "./hooks.logic";
+import { newHookId } from "../../shared/api/hooks";
 import { STORE } from "./workflows.store";
 import {
   checkOutput,
@@ -44,7 +47,7 @@ import {
   versionParams,
 } from "./workflows.params";
 
-interface WorkflowsMethods extends RunsMethods {
+interface WorkflowsMethods extends RunsMethods, HooksMethods {
   checkedSteps(steps: unknown, tenant: Required<Tenant>): Promise<Step[]>;
 }
 type Ctx<P> = Context<P, CallMeta>;
@@ -62,6 +65,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
     SchedulesMixin as Partial<ServiceSchema>,
     SecretsMixin as Partial<ServiceSchema>,
     WaitsMixin as Partial<ServiceSchema>,
+    HooksMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
     RunStartsMixin as Partial<ServiceSchema>,
     RunsMixin as Partial<ServiceSchema>,
@@ -88,6 +92,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         } as const;
         const taken = await quotaWrite(quota);
         const at = nowIso();
+        const { hook, shown } = planHook(trigger, undefined, { hookId: newHookId, secret: generateSecret });
         const doc: WorkflowDoc = {
           id: newId("wf"),
           ...tenant,
@@ -103,6 +108,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           created_at: at,
           updated_at: at,
           signing_secret: generateSecret(),
+          ...(hook && { hook }),
         };
         const schedule = scheduleOf(trigger, doc.status, this.settings.clock.now());
         if (schedule) doc.schedule = schedule;
@@ -113,7 +119,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           { op: "insert", collection: this.versions, doc: versionOf(doc, actorOf(ctx)) },
         ]);
         if (!stored) throw quotaExceeded(quota.quota, quota.limit, quota.what);
-        return { ...workflowView(doc), signing_secret: doc.signing_secret as string };
+        return { ...workflowView(doc), signing_secret: doc.signing_secret as string, ...(shown && { hook_secret: shown }) };
       },
     },
 
@@ -176,7 +182,15 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (name !== undefined) set.name = name;
         if (description !== undefined) set.description = description;
         if (status !== undefined) set.status = status;
-        if (trigger !== undefined) set.trigger = checkTrigger(trigger);
+        const unset: Record<string, true> = {};
+        let shown: string | undefined;
+        if (trigger !== undefined) {
+          set.trigger = checkTrigger(trigger);
+          const planned = planHook(set.trigger, current.hook, { hookId: newHookId, secret: generateSecret });
+          if (planned.hook) set.hook = planned.hook;
+          else if (current.hook) unset.hook = true;
+          shown = planned.shown;
+        }
         if (steps !== undefined) set.steps = await this.checkedSteps(steps, tenant);
         if (ctx.params.timeout_ms !== undefined) set.timeout_ms = ctx.params.timeout_ms;
         if (ctx.params.cancel_on !== undefined) set.cancel_on = checkCancelOn(ctx.params.cancel_on) ?? [];
@@ -185,7 +199,6 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           ctx.params.output !== undefined || set.steps
             ? checkOutput(ctx.params.output ?? current.output, set.steps ?? current.steps)
             : undefined;
-        const unset: Record<string, true> = {};
         if (ctx.params.output === null) unset.output = true;
         if (output !== undefined && ctx.params.output !== null) set.output = output;
         // A new trigger or status reschedules from now (what the ticks recorded is kept).
@@ -214,7 +227,8 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const updated = written[0] as WorkflowDoc;
         if (updated.version > VERSIONS_KEPT)
           await this.versions.delete(tenant, { id: versionId(updated.id, updated.version - VERSIONS_KEPT) });
-        return workflowView(updated);
+        if (current.hook) this.hooksChanged([current.hook.id]);
+        return { ...workflowView(updated), ...(shown && { hook_secret: shown }) };
       },
     },
 
@@ -231,6 +245,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const by = actorOf(ctx);
         const removed = await this.workflows.delete(tenant, { id: ctx.params.id });
         if (!removed) throw notFound("workflow", ctx.params.id);
+        if (removed.hook) this.hooksChanged([removed.hook.id]);
         await releaseQuota({ counters: this.quota, tenant, quota: "workflows_per_environment" });
         // After the deletion, so the event never tells of one that did not happen.
         await this.outbox.recordWith([], {

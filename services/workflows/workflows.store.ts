@@ -39,6 +39,8 @@ export const STORE = declareStore({
       { fields: { org_id: 1, environment: 1, "trigger.event_type": 1, status: 1, id: -1 } },
       // Active schedules only, by when a node must look at them (schedules.mixin.ts), across tenants.
       { fields: { "schedule.due_at": 1 }, sparse: true },
+      // An inbound request finds its workflow by its hook's id alone (hooks.mixin.ts).
+      { fields: { "hook.id": 1 }, unique: true, sparse: true },
     ]),
     // Each version of each workflow's definition (GET /workflows/{id}/versions/{version}); the
     // newest VERSIONS_KEPT of a workflow are kept, and they go with their workflow.

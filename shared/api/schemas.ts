@@ -15,6 +15,7 @@ import { AUDIT_RESOURCES, ORG_RESOURCES } from "./schemas/orgs";
 import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
 import { RECOVERY_RESOURCES, subscription, WEBHOOK_RESOURCES, webhookUrl } from "./schemas/webhooks";
 import { SCHEDULE_RESOURCES, SECRET_RESOURCES, TRIGGER_RESOURCES, WORKFLOW_RESOURCES } from "./schemas/workflows";
+import { HOOK_RESOURCES } from "./schemas/hooks";
 
 export { EVENT_TYPE } from "./schemas/events";
 export { idOf, REQUEST_ID, type JsonSchema } from "./schemas/common";
@@ -26,6 +27,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
   ...EVENT_RESOURCES,
   ...WEBHOOK_RESOURCES,
   ...TRIGGER_RESOURCES,
+  ...HOOK_RESOURCES,
   ...STEP_RESOURCES,
   ...RECOVERY_RESOURCES,
   ...SECRET_RESOURCES,

@@ -251,7 +251,7 @@ export type OutcomeReport = Outcomes & {
 };
 
 /** An event trigger's `event_type` may hold `*` for one segment (`order.*`); `filter` is CEL over `event`. */
-export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string } | ScheduleTrigger;
+export type Trigger = { type: "manual" } | { type: "event"; event_type: string; filter?: string } | ScheduleTrigger | WebhookTrigger;
 
 /** Runs started by the clock (docs/workflows/README.md#schedule-trigger): a cron in a time zone, or every `every_ms`. */
 export type ScheduleTrigger = {
@@ -262,6 +262,49 @@ export type ScheduleTrigger = {
   /** A tick missed by at most this long is started late; an older one is recorded as missed. */
   catchup_window_ms: number;
 } & ({ cron: string; timezone: string } | { every_ms: number });
+
+/** How an inbound webhook's signature is checked (docs/inbound-webhooks.md). */
+export type HookScheme = "standard_webhooks" | "hmac_sha256" | "stripe" | "github" | "none";
+export interface HookVerify {
+  scheme: HookScheme;
+  /** `{{secrets.NAME}}`: a stored secret; absent: the platform's own, shown once. */
+  secret?: string;
+  /** hmac_sha256: the header holding the signature, its prefix before the digest, and the digest's encoding. */
+  header?: string;
+  prefix?: string;
+  encoding?: "hex" | "base64";
+  /** standard_webhooks and stripe: how far the signed timestamp may be from now, in seconds. */
+  tolerance_s?: number;
+}
+/** A workflow started by `POST /v1/hooks/{hook_id}`: verified, filtered (CEL over `request`), deduplicated by a header. */
+export interface WebhookTrigger {
+  type: "webhook";
+  verify: HookVerify;
+  dedupe?: { header: string };
+  filter?: string;
+  /** Request headers the run's input keeps, beside the default ones. */
+  headers?: string[];
+}
+
+/** A webhook-triggered workflow's hook: where to send, and what it has received. */
+export interface Hook {
+  id: string;
+  /** The path to POST to, under the server's address. */
+  url: string;
+  /** Where the secret comes from: the platform (`generated`), or `secrets.NAME`; null for scheme none. */
+  secret_source: string | null;
+  /** Until when the secret a rotation replaced is still accepted, or null. */
+  previous_secret_expires_at: string | null;
+  /** Requests that started a run, matched none (filtered), repeated a dedupe key, and refused 401. */
+  accepted: number;
+  filtered: number;
+  duplicates: number;
+  refused: number;
+  last_accepted_at: string | null;
+  last_refused_at: string | null;
+  /** Why the last refusal was refused: `missing_signature`, `bad_signature`, `stale_timestamp`, … */
+  last_refused_reason: string | null;
+}
 
 /** What every step may say besides its own fields (docs/workflows/language.md). */
 export interface StepCommon {
@@ -380,6 +423,8 @@ export interface Workflow {
   updated_at: string;
   /** Schedule triggers: the next tick (null while the workflow is inactive). */
   next_run_at?: string | null;
+  /** A webhook trigger's hook (docs/inbound-webhooks.md). */
+  hook?: Hook;
 }
 
 /** A tick of a schedule that started no run: `skipped` (overlap) or `missed` (a gap older than the catch-up window, in one entry). */
@@ -426,7 +471,7 @@ export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
-export type WorkflowWithSecret = Workflow & { signing_secret: string };
+export type WorkflowWithSecret = Workflow & { signing_secret: string; hook_secret?: string };
 
 /** A secret as the API shows it: never its value. */
 export interface Secret {
@@ -505,7 +550,8 @@ export type RunTrigger =
   | { type: "event"; event_id: string; event_type: string }
   /** `tick`: the schedule's clock; `trigger`: POST …/schedule/trigger; `backfill`: POST …/schedule/backfill. */
   | { type: "schedule"; scheduled_at: string; source: "tick" | "trigger" | "backfill" }
-  | { type: "parent" };
+  | { type: "parent" }
+  | { type: "webhook"; hook_id: string; request_id: string; dedupe_key: string | null };
 
 /** A child run's parent: the run, its step that started the child, and the child's index there (0 for run_workflow). */
 export interface RunParent {

@@ -31,6 +31,18 @@ function keysOf(secret: string): { service: KeyObject; standard: KeyObject } {
   return keys;
 }
 
+/**
+ * HMAC-SHA256 of `data` keyed as the spec's signature is (`utf8`: the secret's bytes, as GitHub and
+ * Stripe key theirs) or as the standard's (`standard`: the base64 part after `whsec_`): what an
+ * inbound webhook's verification recomputes.
+ */
+export function hmacSha256(secret: string, data: string, key: "utf8" | "standard"): Buffer {
+  const keys = keysOf(secret);
+  return createHmac("sha256", key === "utf8" ? keys.service : keys.standard)
+    .update(data)
+    .digest();
+}
+
 export function serviceSignature(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", keysOf(secret).service).update(body).digest("hex")}`;
 }

@@ -24,7 +24,7 @@ describe("the API reference at /v1/openapi.json", () => {
         route: `${route.method} ${route.path}`,
         documented: true,
       });
-      expect(op.security).toEqual([{ bearer: route.scope === null ? [] : [route.scope] }]);
+      expect(op.security).toEqual(route.inbound ? [] : [{ bearer: route.scope === null ? [] : [route.scope] }]);
       const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       expect((op.parameters ?? []).filter((p: any) => p.in === "path").map((p: any) => p.name)).toEqual(inPath);
       expect(Object.keys(op.responses)).toContain(String(route.status ?? 200));

@@ -91,7 +91,7 @@ describe("an enum parameter given a value it does not allow", () => {
     expect(method.body.error.message).toMatch(/"GET".*; received "FETCH"/);
     const trigger = await call("POST", "/workflows", { ...base, trigger: { type: 7 } });
     expectError(trigger, 400, "parameter_invalid", "trigger.type");
-    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event", "schedule"; received 7');
+    expect(trigger.body.error.message).toBe('trigger.type must be one of "manual", "event", "schedule", "webhook"; received 7');
   });
 });
 

@@ -25,7 +25,8 @@ export interface RouteField {
 
 /** Every parameter of every public route that is not part of its path: the query's for GET, the body's otherwise. */
 export function routeFields(): RouteField[] {
-  return ROUTES.filter((route) => !route.stream).flatMap((route) => {
+  // An inbound hook's action takes the raw request, not parameters a client names (test/api/hooks.test.ts).
+  return ROUTES.filter((route) => !route.stream && !route.inbound).flatMap((route) => {
     const inPath = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
     const params = PARAMS.get(route.action) ?? {};
     return Object.entries(params)

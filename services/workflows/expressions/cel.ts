@@ -23,7 +23,8 @@ export class ExpressionError extends Error {
   }
 }
 
-export type Place = "step" | "event";
+/** `request`: an inbound webhook trigger's filter (services/workflows/hooks.logic.ts). */
+export type Place = "step" | "event" | "request";
 
 const MIXED: Record<string, (a: number, b: number) => number> = {
   "+": (a, b) => a + b,
@@ -133,7 +134,9 @@ const ENVIRONMENTS: Record<Place, Environment> = (() => {
     .registerVariable({ name: "workflow", schema: { id: "string", version: "int" } });
   const event = base();
   event.registerVariable("event", "map");
-  return { step, event };
+  const request = base();
+  request.registerVariable("request", "map");
+  return { step, event, request };
 })();
 
 /** What an expression reads: the variables, and for `steps` the step ids (null: all of them, read other than as `steps.<id>`). */
@@ -195,7 +198,7 @@ function inspect(root: Node): Reads {
   return reads;
 }
 
-const cache: Record<Place, Map<string, Compiled>> = { step: new Map(), event: new Map() };
+const cache: Record<Place, Map<string, Compiled>> = { step: new Map(), event: new Map(), request: new Map() };
 const CACHE_MAX = 2000;
 
 /** The expression compiled for `place`, type-checked: ExpressionError when it is not valid there. */

@@ -78,7 +78,7 @@ export const TRIGGER_RESOURCES: Record<string, JsonSchema> = {
   ),
   ScheduleTrigger: { oneOf: [ref("CronScheduleTrigger"), ref("EveryScheduleTrigger")] },
   // No discriminator: the two schedule triggers share their `type`, and each kind's `type` is a const.
-  Trigger: { oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("ScheduleTrigger")] },
+  Trigger: { oneOf: [ref("ManualTrigger"), ref("EventTrigger"), ref("ScheduleTrigger"), ref("WebhookTrigger")] },
 };
 
 const scheduleMiss = object(
@@ -168,8 +168,13 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       created_at: time,
       updated_at: time,
       next_run_at: { ...nullable(time), description: "Schedule triggers: the next tick (null while the workflow is inactive)" },
+      hook: { ...ref("Hook"), description: "A webhook trigger's hook (docs/inbound-webhooks.md)" },
+      hook_secret: {
+        type: ["string", "null"],
+        description: "The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only",
+      },
     },
-    ["timeout_ms", "cancel_on", "next_run_at", "output"],
+    ["timeout_ms", "cancel_on", "next_run_at", "output", "hook", "hook_secret"],
   ),
   RunStep: object(
     "RunStep",
@@ -243,6 +248,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
             source: { type: "string", enum: ["tick", "trigger", "backfill"] },
           }),
           object("ParentRunTrigger", { type: { const: "parent" } }, [], "A child run: started by its parent's step (`parent`)"),
+          ref("WebhookRunTrigger"),
         ],
       },
       attempt: { type: "integer", minimum: 1, description: "1, and one more with every retry of the run" },

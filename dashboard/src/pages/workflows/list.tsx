@@ -41,10 +41,22 @@ export function WorkflowsPage() {
           }}
         />
       )}
-      {created && (
+      {created?.signing_secret && (
         <SecretOnce
           label={`Signing secret of “${created.name}”`}
           value={created.signing_secret}
+          onDone={() => {
+            // A webhook trigger's hook secret next, shown once too.
+            if (created.hook_secret) return setCreated({ ...created, signing_secret: "" });
+            setCreated(null);
+            location.hash = href("workflows", created.id);
+          }}
+        />
+      )}
+      {created && !created.signing_secret && created.hook_secret && (
+        <SecretOnce
+          label={`Hook secret of “${created.name}” (POST ${created.hook?.url ?? ""})`}
+          value={created.hook_secret}
           onDone={() => {
             setCreated(null);
             location.hash = href("workflows", created.id);

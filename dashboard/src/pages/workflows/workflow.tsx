@@ -17,7 +17,7 @@ import {
   useJsonText,
   useSecretRotation,
 } from "../../ui";
-import { startedBy, triggerText } from "./common";
+import { hookText, startedBy, triggerText } from "./common";
 
 const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
@@ -61,6 +61,12 @@ export function WorkflowPage({ id }: { id: string }) {
               </dd>
               <dt>Trigger</dt>
               <dd>{triggerText(w)}</dd>
+              {w.hook && (
+                <>
+                  <dt>Hook</dt>
+                  <dd class="break">{hookText(w)}</dd>
+                </>
+              )}
               <dt>Version</dt>
               <dd>v{w.version}</dd>
               <dt>Updated</dt>

@@ -32,4 +32,16 @@ describe("idempotency fingerprints and secrets", () => {
     });
     expect(withoutSecret({ error: { code: "x" } }, "key")).toEqual({ body: { error: { code: "x" } }, redacted: null });
   });
+
+  it("keep an answer without each secret field it holds, naming them", () => {
+    const fields = ["signing_secret", "hook_secret"];
+    expect(withoutSecret({ data: { id: "wf_1", signing_secret: "a", hook_secret: "b" } }, fields)).toEqual({
+      body: { data: { id: "wf_1", signing_secret: null, hook_secret: null } },
+      redacted: "signing_secret, hook_secret",
+    });
+    expect(withoutSecret({ data: { id: "wf_1", signing_secret: "a" } }, fields)).toEqual({
+      body: { data: { id: "wf_1", signing_secret: null } },
+      redacted: "signing_secret",
+    });
+  });
 });

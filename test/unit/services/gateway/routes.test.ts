@@ -26,6 +26,7 @@ describe("the audit log's coverage", () => {
     expect(mutations.filter((r) => r.audit === false).map((r) => `${r.method} ${r.path}`)).toEqual([
       "POST /events",
       "POST /workflows/validate",
+      "POST /hooks/{hook_id}",
       "POST /workflows/{id}/runs",
       "POST /listen/{id}/attempts",
     ]);
