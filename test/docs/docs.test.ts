@@ -77,6 +77,11 @@ describe("README.md and docs/", () => {
     expect(README.trimEnd().split("\n").length).toBeLessThanOrEqual(200);
   });
 
+  it("holds no line a merge left unresolved", () => {
+    const marked = FILES.filter((file) => /^(<{7}|>{7}) /m.test(read(file)));
+    expect(marked).toEqual([]);
+  });
+
   it("has the pages the README's map names", () => {
     expect(FILES).toEqual(expect.arrayContaining(["docs/README.md", "docs/getting-started.md", "docs/benchmarks.md"]));
   });
