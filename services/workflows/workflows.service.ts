@@ -309,15 +309,12 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
       // A run_workflow step naming a workflow by its id: it must be one of this environment's (another
       // tenant's is as unknown here as one that never was). A template's is checked when the run gets there.
       for (const [i, step] of checked.entries()) {
-        if (step.type !== "run_workflow" || step.workflow_id.includes("{{")) continue;
-        if (!(await this.workflows.get(tenant, step.workflow_id)))
-          throw new ApiError(
-            "parameter_invalid",
-            `step '${step.id}' (steps[${i}]): no workflow '${step.workflow_id}' in this environment`,
-            {
-              param: `steps[${i}].workflow_id`,
-            },
-          );
+        const target = step.type === "run_workflow" || step.type === "map" ? step.workflow_id : undefined;
+        if (target === undefined || target.includes("{{")) continue;
+        if (!(await this.workflows.get(tenant, target)))
+          throw new ApiError("parameter_invalid", `step '${step.id}' (steps[${i}]): no workflow '${target}' in this environment`, {
+            param: `steps[${i}].workflow_id`,
+          });
       }
       return checked;
     },
