@@ -91,6 +91,33 @@ describe("map", () => {
     expect(slow).toMatchObject({ status: "cancelled", cancel_reason: "parent_ended" });
   });
 
+  it("a retry of the run re-runs only the items whose child failed, keeping the others' results", async () => {
+    let bFails = true;
+    on.target.answer = (_n, req) => (req.path === "/b" && bFails ? { status: 500, json: {} } : { status: 200, json: { got: req.path } });
+    const wf = await create([
+      {
+        id: "each",
+        type: "map",
+        items: "{{ input.list }}",
+        max_concurrency: 1,
+        steps: [
+          { id: "call", type: "http", method: "POST", url: `${on.target.url}/{{ input.item }}` },
+          { id: "out", type: "set", output: "{{ steps.call.output.body.got }}" },
+        ],
+      },
+    ]);
+    const id = await start(wf, { list: ["a", "b", "c"] });
+    const first = await ended(wf, id);
+    expect(first.steps[0]).toMatchObject({ status: "failed", output: { succeeded: 1, failed: 1, results: ["/a", null, null] } });
+    bFails = false;
+    expect((await call("POST", `/workflows/${wf}/runs/${id}/retry`)).status).toBe(200);
+    const run = await ended(wf, id);
+    expect(run.status).toBe("succeeded");
+    expect(run.steps[0].output).toMatchObject({ count: 3, succeeded: 3, failed: 0, results: ["/a", "/b", "/c"] });
+    expect(on.target.got.map((r) => r.path)).toEqual(["/a", "/b", "/b", "/c"]);
+    expect((await childrenOf(id)).length).toBe(4);
+  });
+
   it("fails with limit_reached beyond 1,000 items, naming the limit", async () => {
     const wf = await create([{ id: "each", type: "map", items: "{{ input.list }}", steps: [{ id: "s", type: "set", output: 1 }] }]);
     const run = await ended(wf, await start(wf, { list: Array.from({ length: 1001 }, (_, i) => i) }));
