@@ -118,6 +118,15 @@ describe("map", () => {
     expect((await childrenOf(id)).length).toBe(4);
   });
 
+  it("a cancelled run cancels its map's unfinished children", async () => {
+    const wf = await create([{ id: "each", type: "map", items: "{{ input.list }}", steps: [{ id: "hold", type: "approval" }] }]);
+    const id = await start(wf, { list: [1, 2, 3] });
+    await waitFor("three children waiting", async () => (await childrenOf(id)).filter((c) => c.status === "waiting").length === 3);
+    expect((await call("POST", `/workflows/${wf}/runs/${id}/cancel`)).status).toBe(200);
+    await waitFor("the children cancelled", async () => (await childrenOf(id)).every((c) => c.status === "cancelled"));
+    expect((await childrenOf(id)).map((c) => c.cancel_reason)).toEqual(["parent_ended", "parent_ended", "parent_ended"]);
+  });
+
   it("fails with limit_reached beyond 1,000 items, naming the limit", async () => {
     const wf = await create([{ id: "each", type: "map", items: "{{ input.list }}", steps: [{ id: "s", type: "set", output: 1 }] }]);
     const run = await ended(wf, await start(wf, { list: Array.from({ length: 1001 }, (_, i) => i) }));
