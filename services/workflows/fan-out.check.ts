@@ -88,3 +88,23 @@ export async function checkFanOut(
     throw fault.error("workflow_id", "workflow_id must be a workflow's id (wf_…), or a template that gives one");
   return { ...step, workflow_id: target };
 }
+
+/** A workflow named by its id in a step, at any level of map and parallel steps, with the path that names the field. */
+export interface NamedWorkflow {
+  param: string;
+  stepId: string;
+  target: string;
+}
+
+/** The literal workflow ids of `steps` and of the steps inside their map and parallel steps (templates are checked when run). */
+export function namedWorkflows(steps: readonly Step[], at = "steps"): NamedWorkflow[] {
+  return steps.flatMap((step, i): NamedWorkflow[] => {
+    const here = `${at}[${i}]`;
+    const target = step.type === "run_workflow" || step.type === "map" ? step.workflow_id : undefined;
+    const own = target !== undefined && !target.includes("{{") ? [{ param: `${here}.workflow_id`, stepId: step.id, target }] : [];
+    if (step.type === "map" && step.steps) return [...own, ...namedWorkflows(step.steps, `${here}.steps`)];
+    if (step.type === "parallel")
+      return Object.entries(step.branches).flatMap(([name, list]) => namedWorkflows(list, formatPath([name], `${here}.branches`)));
+    return own;
+  });
+}

@@ -204,6 +204,25 @@ describe("map", () => {
     expectError(await write([{ ...map([]), max_concurrency: 101 }]), 400, "parameter_invalid", "steps[0].max_concurrency");
     expectError(await write([{ id: "each", type: "map", items: "{{ input.list }}" }]), 400, "parameter_invalid", "steps[0].steps");
     expectError(await write([{ ...map([{ id: "s", type: "set", output: 1 }]), items: 3 }]), 400, "parameter_invalid", "steps[0].items");
+    const unknown = "wf_01jdx3q8k9m2n4p6r8s0t2v4w6";
+    expectError(
+      await write([map([{ id: "c", type: "run_workflow", workflow_id: unknown }])]),
+      400,
+      "parameter_invalid",
+      "steps[0].steps[0].workflow_id",
+    );
+    expectError(
+      await write([
+        {
+          id: "p",
+          type: "parallel",
+          branches: { crm: [{ ...map([{ id: "s", type: "set", output: 1 }]), steps: undefined, workflow_id: unknown }] },
+        },
+      ]),
+      400,
+      "parameter_invalid",
+      "steps[0].branches.crm[0].workflow_id",
+    );
     let nested: unknown = [{ id: "s", type: "set", output: 1 }];
     for (let i = 0; i < 6; i += 1) nested = [map(nested)];
     expect((await write(nested as unknown[])).status).toBe(400);
