@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { waitFor } from "../../tools/procs";
 import { expectError, usePlatform } from "../helpers/platform";
 import { acmeRuns, useStepTarget } from "../helpers/steps";
@@ -226,6 +227,62 @@ describe("map", () => {
     let nested: unknown = [{ id: "s", type: "set", output: 1 }];
     for (let i = 0; i < 6; i += 1) nested = [map(nested)];
     expect((await write(nested as unknown[])).status).toBe(400);
+  });
+});
+
+describe("map and parallel fields on write", () => {
+  const SET = [{ id: "s", type: "set", output: 1 }];
+  const notWhole = fc.oneof(
+    fc.double({ noInteger: true }),
+    fc.string(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.nat(), { maxLength: 2 }),
+  );
+  const bad: Record<string, fc.Arbitrary<[string, Record<string, unknown>]>> = {
+    max_concurrency: fc
+      .oneof(fc.integer({ max: 0 }), fc.integer({ min: 101 }), notWhole)
+      .map((v) => ["steps[0].max_concurrency", { max_concurrency: v }]),
+    tolerated_failures: fc
+      .oneof(fc.integer({ max: -1 }), fc.integer({ min: 1001 }), notWhole)
+      .map((v) => ["steps[0].tolerated_failures", { tolerated_failures: v }]),
+    items: fc
+      .oneof(
+        fc.string().filter((v) => !v.includes("{{")),
+        fc.integer(),
+        fc.dictionary(fc.string(), fc.nat(), { maxKeys: 2 }),
+        fc.constant(null),
+      )
+      .map((v) => ["steps[0].items", { items: v }]),
+  };
+
+  it("a map field of a wrong class is a 400 naming it", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(...Object.values(bad)), async ([param, change]) => {
+        const res = await write([{ id: "each", type: "map", items: "{{ input.list }}", steps: SET, ...change }]);
+        expect([res.status, res.body.error?.param]).toEqual([400, param]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("a branch name or a branch list of a wrong class is a 400 naming the branch", async () => {
+    const name = fc.string({ minLength: 1, maxLength: 60 }).filter((n) => !/^[a-z][a-z0-9_]{0,49}$/.test(n));
+    const list = fc.oneof(fc.constant([]), fc.string(), fc.nat(), fc.constant(null), fc.constant({}));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          name.map((n) => [n, SET] as const),
+          list.map((l) => ["crm", l] as const),
+        ),
+        async ([branch, steps]) => {
+          const res = await write([{ id: "p", type: "parallel", branches: { [branch]: steps } }]);
+          expect(res.status).toBe(400);
+          expect(res.body.error.param).toMatch(/^steps\[0\]\.branches/);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
 
