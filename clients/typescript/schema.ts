@@ -1823,6 +1823,48 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /** MapStep */
+    MapStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "map";
+      items: string | unknown[];
+      max_concurrency: number;
+      tolerated_failures: number;
+      steps?: components["schemas"]["Step"][];
+      workflow_id?: string;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
+    /** ParallelStep */
+    ParallelStep: {
+      id: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "parallel";
+      branches: {
+        [key: string]: components["schemas"]["Step"][];
+      };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     Step:
       | components["schemas"]["HttpStep"]
       | components["schemas"]["DelayStep"]
@@ -1831,7 +1873,9 @@ export interface components {
       | components["schemas"]["StopStep"]
       | components["schemas"]["SetStep"]
       | components["schemas"]["WaitForEventStep"]
-      | components["schemas"]["RunWorkflowStep"];
+      | components["schemas"]["RunWorkflowStep"]
+      | components["schemas"]["MapStep"]
+      | components["schemas"]["ParallelStep"];
     /**
      * Recovery
      * @description A background job redelivering a webhook's failed deliveries created in [since, until)
@@ -1993,7 +2037,7 @@ export interface components {
     RunStep: {
       id: string;
       /** @enum {string} */
-      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "wait_for_event" | "run_workflow";
+      type: "http" | "delay" | "approval" | "emit" | "stop" | "set" | "wait_for_event" | "run_workflow" | "map" | "parallel";
       /** @enum {string} */
       status: "pending" | "running" | "waiting" | "succeeded" | "failed" | "cancelled" | "skipped";
       output: unknown;
@@ -2809,6 +2853,68 @@ export interface components {
        */
       on_error?: "fail" | "continue";
     };
+    /**
+     * MapStepInput
+     * @description Runs steps once per item, each as a child run (docs/workflows/README.md#map)
+     */
+    MapStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "map";
+      /** @description A template that gives a list of at most 1,000 items (such as "{{ input.orders }}"), or a list. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      items: string | unknown[];
+      /**
+       * @description Children unfinished at once
+       * @default 10
+       */
+      max_concurrency?: number;
+      /**
+       * @description Failed children the step tolerates; one more fails it and cancels the unfinished ones
+       * @default 0
+       */
+      tolerated_failures?: number;
+      /** @description The steps each child runs, its input being `{item, index}`; or else workflow_id */
+      steps?: components["schemas"]["StepInput"][];
+      /** @description A workflow run for each item with the input `{item, index}`; or else steps. Strings may hold templates: `{{ <CEL expression> }}` over `input`, `steps.<earlier step id>` (`output`, `status`, `error`), `run` and `workflow`, checked when written (docs/workflows/language.md); `{{secrets.NAME}}` in http steps only. */
+      workflow_id?: string;
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
+    /**
+     * ParallelStepInput
+     * @description Runs each branch as a child run, all at once (docs/workflows/README.md#parallel)
+     */
+    ParallelStepInput: {
+      /** @description Defaults to step_<n> (its position from 1) */
+      id?: string;
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: "parallel";
+      /** @description 1 to 10 branches by name (a-z, 0-9, _), each a list of steps run as a child run with the run's input */
+      branches: {
+        [key: string]: components["schemas"]["StepInput"][];
+      };
+      /** @description A CEL condition (braces optional): false skips the step (`skipped`, output null) */
+      if?: string;
+      /**
+       * @description `continue`: a failure leaves the step `failed` with its error and the run goes on
+       * @default fail
+       * @enum {string}
+       */
+      on_error?: "fail" | "continue";
+    };
     StepInput:
       | components["schemas"]["HttpStepInput"]
       | components["schemas"]["DelayStepInput"]
@@ -2817,7 +2923,9 @@ export interface components {
       | components["schemas"]["StopStepInput"]
       | components["schemas"]["SetStepInput"]
       | components["schemas"]["WaitForEventStepInput"]
-      | components["schemas"]["RunWorkflowStepInput"];
+      | components["schemas"]["RunWorkflowStepInput"]
+      | components["schemas"]["MapStepInput"]
+      | components["schemas"]["ParallelStepInput"];
     Error: {
       error: {
         /** @enum {string} */

@@ -122,4 +122,5 @@ export function childDeferred(run: RunDoc, c: Clock, at: number): RunWrite {
 
 /** Whether a run that ended may have children to cancel: it failed or was cancelled, and has a step that starts them. */
 export const mayHaveChildren = (run: RunDoc): boolean =>
-  (run.status === "failed" || run.status === "cancelled") && run.definition.some((s) => s.type === "run_workflow");
+  (run.status === "failed" || run.status === "cancelled") &&
+  run.definition.some((s) => s.type === "run_workflow" || s.type === "map" || s.type === "parallel");

@@ -15,6 +15,7 @@ import {
   pastTimeout,
   childTimedOut,
 } from "./child-runs.logic";
+import { FanOutRuns } from "./fan-out";
 import { TemplateError } from "./outputs";
 import { cancel } from "./run-decisions.logic";
 import type { RunDoc } from "./run-doc";
@@ -59,11 +60,16 @@ const MINUTE_MS = 60_000;
  * children are cancelled by compare-and-set.
  */
 export class ChildRuns {
-  constructor(private readonly o: ChildRunsOptions) {}
+  private readonly fanOut: FanOutRuns;
+
+  constructor(private readonly o: ChildRunsOptions) {
+    this.fanOut = new FanOutRuns(o, this);
+  }
 
   /** The run's current (run_workflow) step, one move further: its child started, or followed. */
   async step(run: RunDoc, c: Clock): Promise<RunWrite> {
     const tenant = tenantOf(run);
+    if (run.definition[run.cursor].type !== "run_workflow") return this.fanOut.step(run, c);
     const state = run.steps[run.cursor];
     if (state.status === "waiting") {
       const id = (state.output as { run_id?: unknown } | null)?.run_id;
@@ -139,7 +145,8 @@ export class ChildRuns {
       const woken = await this.o.runs.update(
         tenant,
         { id: run.parent.run_id, cursor: run.wakes_parent_at, status: { $in: UNFINISHED } },
-        { $set: { due_at: Date.now() }, $inc: { rev: 1 }, $unset: { lease: true } },
+        // A child's end is progress of its parent: a map's parent, woken by each of its children, is not given up as stalled.
+        { $set: { due_at: Date.now(), stalls: 0 }, $inc: { rev: 1 }, $unset: { lease: true } },
       );
       if (woken) this.o.wake(woken.id, tenant);
     }
@@ -165,13 +172,13 @@ export class ChildRuns {
     throw new Error(`run ${child.id}: kept changing while it was being cancelled`);
   }
 
-  /** Cancels `run`'s children that have not ended, each by compare-and-set; each cancelled child's end cancels its own. */
-  private async cancelChildren(run: RunDoc): Promise<void> {
+  /** Cancels `run`'s children (of its step `stepId`, when given) that have not ended, each by compare-and-set; each cancelled child's end cancels its own. */
+  async cancelChildren(run: RunDoc, stepId?: string): Promise<void> {
     const tenant = tenantOf(run);
     for (let round = 0; round < CANCEL_ROUNDS; round += 1) {
       const batch = await this.o.runs.find(
         tenant,
-        { "parent.run_id": run.id, status: { $in: UNFINISHED } },
+        { "parent.run_id": run.id, ...(stepId !== undefined && { "parent.step_id": stepId }), status: { $in: UNFINISHED } },
         { sort: { id: 1 }, limit: CANCEL_BATCH },
       );
       if (batch.length === 0) return;

@@ -41,6 +41,8 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   depth?: number;
   /** Internal, child runs whose parent step waits for them: the parent's cursor at that step, which their end makes due. */
   wakes_parent_at?: number;
+  /** Internal, children of a map or parallel step: the parent's attempt that started it (fan-out.ts). */
+  parent_attempt?: number;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -63,6 +63,8 @@ export function start(run: RunDoc, c: Clock, secrets: Record<string, string>): M
     case "wait_for_event":
       return waitForEvent(run, step, c);
     case "run_workflow":
+    case "map":
+    case "parallel":
       return { kind: "child" };
     case "http":
       if (run.status === "running" && state.status === "running") {

@@ -5,6 +5,7 @@ import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
 import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
+import { checkFanOut } from "./fan-out.check";
 import { checkWaitStep } from "./waits.logic";
 import { checkScheduleTrigger } from "./schedule-trigger.logic";
 import type { ScheduleState } from "./schedule-ticks.logic";
@@ -26,7 +27,18 @@ import {
  * that a run never meets a step it cannot execute. Every error names the step and the field.
  */
 export const MAX_STEPS = 50;
-export const STEP_TYPES = ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event", "run_workflow"] as const;
+export const STEP_TYPES = [
+  "http",
+  "delay",
+  "approval",
+  "emit",
+  "stop",
+  "set",
+  "wait_for_event",
+  "run_workflow",
+  "map",
+  "parallel",
+] as const;
 export type StepType = (typeof STEP_TYPES)[number];
 export const HTTP_TIMEOUT_MAX_MS = 60_000;
 export const HTTP_TIMEOUT_DEFAULT_MS = 10_000;
@@ -186,11 +198,25 @@ const FIELDS: Record<StepType, readonly string[]> = {
   set: ["output"],
   wait_for_event: ["event_type", "match", "filter", "timeout_ms"],
   run_workflow: ["workflow_id", "input", "wait", "timeout_ms"],
+  map: ["items", "max_concurrency", "tolerated_failures", "steps", "workflow_id"],
+  parallel: ["branches"],
 };
+/** Fields that hold steps: checked as steps of their own (fan-out.check.ts), not as templates over this list's. */
+const NESTED = new Set(["steps", "branches"]);
 /** Fields every step may have (docs/workflows/language.md). */
 const COMMON = ["if", "on_error"] as const;
 /** Steps whose failure `on_error: continue` can pass over (a stop step's failure is the point). */
-const CAN_FAIL: ReadonlySet<StepType> = new Set(["http", "approval", "emit", "set", "delay", "wait_for_event", "run_workflow"]);
+const CAN_FAIL: ReadonlySet<StepType> = new Set([
+  "http",
+  "approval",
+  "emit",
+  "set",
+  "delay",
+  "wait_for_event",
+  "run_workflow",
+  "map",
+  "parallel",
+]);
 
 function integerIn(fault: StepFault, field: string, value: unknown, min: number, max: number, fallback?: number): number {
   if (value === undefined && fallback !== undefined) return fallback;
@@ -206,7 +232,7 @@ const hasTemplate = (s: string): boolean => s.includes("{{");
  * The steps, checked and completed with their defaults. A literal `http` URL passes the webhook URL
  * rules now (https, public addresses); one with templates is checked when the run resolves it.
  */
-export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step[]> {
+export async function checkSteps(raw: unknown, rules: TargetRules, depth = 0): Promise<Step[]> {
   if (!Array.isArray(raw) || raw.length < 1 || raw.length > MAX_STEPS) {
     throw invalidParam("steps", `steps must be a list of 1 to ${MAX_STEPS} steps`);
   }
@@ -237,7 +263,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
     }
     const faultAt: Fault = (field, message) => fault.error(field, message);
     // A wait's match holds templates, its filter is CEL over the event: waits.logic.ts checks both.
-    if (type !== "wait_for_event") for (const field of FIELDS[type]) checkTemplates(faultAt, field, item[field], earlier, type);
+    if (type !== "wait_for_event")
+      for (const field of FIELDS[type]) if (!NESTED.has(field)) checkTemplates(faultAt, field, item[field], earlier, type);
     const common: StepCommon = {};
     if (item.if !== undefined) common.if = checkCondition(faultAt, "if", item.if, "step", earlier);
     if (item.on_error !== undefined) {
@@ -246,7 +273,8 @@ export async function checkSteps(raw: unknown, rules: TargetRules): Promise<Step
       if (!CAN_FAIL.has(type)) throw fault.error("on_error", `a ${type} step takes no on_error`);
       common.on_error = item.on_error;
     }
-    const step = type === "wait_for_event" ? checkWaitStep(faultAt, id, item, earlier) : await checkStep(fault, id, type, item, rules);
+    const step =
+      type === "wait_for_event" ? checkWaitStep(faultAt, id, item, earlier) : await checkStep(fault, id, type, item, rules, depth);
     steps.push({ ...step, ...common });
     earlier.add(id);
   }
@@ -264,6 +292,7 @@ async function checkStep(
   type: Exclude<StepType, "wait_for_event">,
   item: Record<string, unknown>,
   rules: TargetRules,
+  depth: number,
 ): Promise<Step> {
   switch (type) {
     case "http": {
@@ -351,6 +380,12 @@ async function checkStep(
     }
     case "run_workflow":
       return checkRunWorkflow(fault, id, item);
+    case "map":
+    case "parallel":
+      return checkFanOut({ param: (f) => fault.param(f), error: (f, m, c) => fault.error(f, m, c) }, id, type, item, {
+        depth,
+        steps: (raw, d) => checkSteps(raw, rules, d),
+      });
   }
 }
 

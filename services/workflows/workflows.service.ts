@@ -16,6 +16,7 @@ import { SchedulesMixin } from "./schedules.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { checkCancelOn } from "./waits.logic";
+import { namedWorkflows } from "./fan-out.check";
 import { WaitsMixin } from "./waits.mixin";
 import { HooksMixin, type HooksMethods } from "./hooks.mixin";
 import { planHook } from "./hooks.logic";
@@ -306,16 +307,16 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         allowPrivate: this.settings.config.webhookAllowPrivateTargets,
         environment: tenant.environment,
       });
-      // A run_workflow step naming a workflow by its id: it must be one of this environment's (another
-      // tenant's is as unknown here as one that never was). A template's is checked when the run gets there.
-      for (const [i, step] of checked.entries()) {
-        if (step.type !== "run_workflow" || step.workflow_id.includes("{{")) continue;
-        if (!(await this.workflows.get(tenant, step.workflow_id)))
+      // A run_workflow or map step naming a workflow by its id, at any level: it must be one of this
+      // environment's (another tenant's is as unknown here as one that never was). A template's is
+      // checked when the run gets there.
+      for (const named of namedWorkflows(checked)) {
+        if (!(await this.workflows.get(tenant, named.target)))
           throw new ApiError(
             "parameter_invalid",
-            `step '${step.id}' (steps[${i}]): no workflow '${step.workflow_id}' in this environment`,
+            `step '${named.stepId}' (${named.param}): no workflow '${named.target}' in this environment`,
             {
-              param: `steps[${i}].workflow_id`,
+              param: named.param,
             },
           );
       }

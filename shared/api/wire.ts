@@ -401,7 +401,29 @@ export interface RunWorkflowStep extends StepCommon {
   /** With wait: the child not ended within this, it is cancelled and the step fails with `timed_out`. */
   timeout_ms?: number;
 }
-export type Step = HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep | RunWorkflowStep;
+/** Runs steps once per item of a list, each as a child run (docs/workflows/README.md#map). */
+export interface MapStep extends StepCommon {
+  id: string;
+  type: "map";
+  /** A template that gives a list of at most 1,000 items. */
+  items: string;
+  /** Children unfinished at once: 1..100. */
+  max_concurrency: number;
+  /** Failed children the step tolerates; one more fails it. */
+  tolerated_failures: number;
+  /** The steps each child runs (its input is `{item, index}`), or else `workflow_id`. */
+  steps?: Step[];
+  workflow_id?: string;
+}
+/** Runs each branch's steps as a child run, all at once (docs/workflows/README.md#parallel). */
+export interface ParallelStep extends StepCommon {
+  id: string;
+  type: "parallel";
+  /** 1..10 branches by name, each a list of steps; each child's input is the run's input. */
+  branches: Record<string, Step[]>;
+}
+export type Step =
+  HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep | RunWorkflowStep | MapStep | ParallelStep;
 
 export interface Workflow {
   object: "workflow";

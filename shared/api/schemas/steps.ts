@@ -119,6 +119,30 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
     },
     ["timeout_ms", ...COMMON_KEYS],
   ),
+  MapStep: object(
+    "MapStep",
+    {
+      id: { type: "string" },
+      type: { const: "map" },
+      items: { oneOf: [{ type: "string" }, { type: "array", items: {} }] },
+      max_concurrency: { type: "integer" },
+      tolerated_failures: { type: "integer" },
+      steps: { type: "array", items: ref("Step") },
+      workflow_id: { type: "string" },
+      ...STEP_COMMON,
+    },
+    ["steps", "workflow_id", ...COMMON_KEYS],
+  ),
+  ParallelStep: object(
+    "ParallelStep",
+    {
+      id: { type: "string" },
+      type: { const: "parallel" },
+      branches: { type: "object", additionalProperties: { type: "array", items: ref("Step") } },
+      ...STEP_COMMON,
+    },
+    COMMON_KEYS,
+  ),
   Step: {
     oneOf: [
       ref("HttpStep"),
@@ -129,6 +153,8 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
       ref("SetStep"),
       ref("WaitForEventStep"),
       ref("RunWorkflowStep"),
+      ref("MapStep"),
+      ref("ParallelStep"),
     ],
     discriminator: {
       propertyName: "type",
@@ -141,6 +167,8 @@ export const STEP_RESOURCES: Record<string, JsonSchema> = {
         set: "#/components/schemas/SetStep",
         wait_for_event: "#/components/schemas/WaitForEventStep",
         run_workflow: "#/components/schemas/RunWorkflowStep",
+        map: "#/components/schemas/MapStep",
+        parallel: "#/components/schemas/ParallelStep",
       },
     },
   },
@@ -283,6 +311,59 @@ const stepInputs: Record<string, JsonSchema> = {
     },
     ["id", "input", "wait", "timeout_ms", ...COMMON_KEYS],
     "Runs a saved workflow as a child run (docs/workflows/README.md#run_workflow)",
+  ),
+  MapStepInput: object(
+    "MapStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "map" },
+      items: {
+        oneOf: [
+          { type: "string", maxLength: 2000 },
+          { type: "array", maxItems: 1000, items: {} },
+        ],
+        description: `A template that gives a list of at most 1,000 items (such as "{{ input.orders }}"), or a list. ${TEMPLATES}`,
+      },
+      max_concurrency: { type: "integer", minimum: 1, maximum: 100, default: 10, description: "Children unfinished at once" },
+      tolerated_failures: {
+        type: "integer",
+        minimum: 0,
+        maximum: 1000,
+        default: 0,
+        description: "Failed children the step tolerates; one more fails it and cancels the unfinished ones",
+      },
+      steps: {
+        type: "array",
+        items: ref("StepInput"),
+        description: "The steps each child runs, its input being `{item, index}`; or else workflow_id",
+      },
+      workflow_id: {
+        type: "string",
+        minLength: 1,
+        maxLength: 2000,
+        description: `A workflow run for each item with the input \`{item, index}\`; or else steps. ${TEMPLATES}`,
+      },
+      ...STEP_COMMON,
+    },
+    ["id", "max_concurrency", "tolerated_failures", "steps", "workflow_id", ...COMMON_KEYS],
+    "Runs steps once per item, each as a child run (docs/workflows/README.md#map)",
+  ),
+  ParallelStepInput: object(
+    "ParallelStepInput",
+    {
+      id: STEP_ID,
+      type: { const: "parallel" },
+      branches: {
+        type: "object",
+        minProperties: 1,
+        maxProperties: 10,
+        additionalProperties: { type: "array", items: ref("StepInput") },
+        description: "1 to 10 branches by name (a-z, 0-9, _), each a list of steps run as a child run with the run's input",
+      },
+      ...STEP_COMMON,
+    },
+    ["id", ...COMMON_KEYS],
+    "Runs each branch as a child run, all at once (docs/workflows/README.md#parallel)",
   ),
 };
 

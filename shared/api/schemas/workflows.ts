@@ -180,7 +180,10 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
     "RunStep",
     {
       id: { type: "string" },
-      type: { type: "string", enum: ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event", "run_workflow"] },
+      type: {
+        type: "string",
+        enum: ["http", "delay", "approval", "emit", "stop", "set", "wait_for_event", "run_workflow", "map", "parallel"],
+      },
       status: { type: "string", enum: ["pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"] },
       output: {},
       error: { type: ["string", "null"] },

@@ -1,0 +1,191 @@
+import { isDuplicate } from "../../shared/errors";
+import { isId } from "../../shared/ids";
+import type { Tenant } from "../../shared/storage/types";
+import type { ChildRunsOptions } from "./child-runs";
+import { childInputFault, descendantsBudgetId, nestingFault } from "./child-runs.logic";
+import {
+  fanChild,
+  fanDeferred,
+  fanFailed,
+  fanOutOf,
+  fanSucceeded,
+  fanWaiting,
+  mapOutput,
+  parallelOutput,
+  type ChildResult,
+  type FanOut,
+  type FanOutProgress,
+  type FanOutStep,
+} from "./fan-out.logic";
+import { TemplateError } from "./outputs";
+import type { RunDoc } from "./run-doc";
+import { TERMINAL, type Clock, type RunWrite } from "./run-write.logic";
+import { render, scopeOf } from "./templates";
+import type { WorkflowDoc } from "./workflows.logic";
+
+const tenantOf = (run: RunDoc): Required<Tenant> => ({ org_id: run.org_id, environment: run.environment });
+const UNFINISHED = ["queued", "running", "waiting"];
+const ENDED_BADLY = ["failed", "cancelled"];
+const MINUTE_MS = 60_000;
+
+/** Cancels a run's unfinished children of one step (child-runs.ts). */
+interface Canceller {
+  cancelChildren(run: RunDoc, stepId?: string): Promise<void>;
+}
+
+/** What starting one child came to: stored (now or before), or the step must stop (`refused`) or wait (`deferredTo`). */
+type Start = { stored: true } | { refused: string; code: string } | { deferredTo: number };
+
+/**
+ * The engine's side of `map` and `parallel` steps (fan-out.logic.ts). Each drive of the step counts
+ * its children through the `parent.run_id` index (unfinished ones; failed ones of this attempt),
+ * starts the next ones up to the step's concurrency, and parks the run; each child's end makes the
+ * parent due again (child-runs.ts `ended`). Only the lease holder of the parent starts children, and
+ * each child is stored once under its key, so a drive repeated after a crash starts none twice.
+ */
+export class FanOutRuns {
+  constructor(
+    private readonly o: ChildRunsOptions,
+    private readonly family: Canceller,
+  ) {}
+
+  async step(run: RunDoc, c: Clock): Promise<RunWrite> {
+    const step = run.definition[run.cursor] as FanOutStep;
+    let plan: FanOut | string;
+    try {
+      plan = fanOutOf(run, step);
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      return fanFailed(run, err.message, null, c, "template_error");
+    }
+    if (typeof plan === "string") return fanFailed(run, plan, null, c, "limit_reached");
+    const nesting = nestingFault(run);
+    if (nesting) return fanFailed(run, nesting, null, c, "limit_reached");
+    const tenant = tenantOf(run);
+    const attempt = run.attempt ?? 1;
+    const base = { "parent.run_id": run.id, "parent.step_id": step.id };
+    const state = run.steps[run.cursor];
+    const shown = state.status === "waiting" ? (state.output as Partial<FanOutProgress> | null) : null;
+    let next = shown?.started ?? 0;
+    let running = await this.o.runs.count(tenant, { ...base, status: { $in: UNFINISHED } });
+    const failedNow = () =>
+      this.o.runs.count(tenant, { ...base, parent_attempt: attempt, status: { $in: ENDED_BADLY } }, { limit: plan.tolerated + 1 });
+    let failed = await failedNow();
+    const progress = async (): Promise<FanOutProgress> => ({
+      count: plan.count,
+      started: next,
+      running,
+      succeeded: await this.o.runs.count(tenant, { ...base, status: "succeeded" }),
+      failed,
+    });
+    if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
+
+    let workflow: WorkflowDoc | undefined;
+    for (;;) {
+      while (next < plan.count && running < plan.concurrency) {
+        // A retry keeps the items that succeeded in an earlier attempt.
+        if (attempt > 1 && (await this.o.runs.findOne(tenant, { ...base, "parent.index": next, status: "succeeded" }))) {
+          next += 1;
+          continue;
+        }
+        if (step.type === "map" && step.workflow_id !== undefined && !workflow) {
+          const found = await this.workflowOf(run, step.workflow_id);
+          if (typeof found === "string") return fanFailed(run, found, null, c, "workflow_not_found");
+          workflow = found;
+        }
+        const started = await this.start(run, step, plan, next, c, workflow);
+        if ("refused" in started) {
+          await this.family.cancelChildren(run, step.id);
+          return fanFailed(run, started.refused, await this.output(run, step, plan, await progress()), c, started.code);
+        }
+        if ("deferredTo" in started) return fanDeferred(run, await progress(), c, started.deferredTo);
+        next += 1;
+        running += 1;
+      }
+      // Counted again: a child found stored (by a drive cut before it stored its counters) may have ended already.
+      running = await this.o.runs.count(tenant, { ...base, status: { $in: UNFINISHED } });
+      if (next >= plan.count || running >= plan.concurrency) break;
+    }
+    if (next > (shown?.started ?? 0)) {
+      // Cancelled while children were being stored: its end may have looked for children before these were there.
+      const parent = await this.o.runs.get(tenant, run.id);
+      if (parent && TERMINAL.has(parent.status) && parent.status !== "succeeded") await this.family.cancelChildren(parent);
+    }
+    failed = await failedNow();
+    if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
+    if (next < plan.count || running > 0) return fanWaiting(run, await progress(), c);
+    const output = await this.output(run, step, plan, await progress());
+    // A parallel step with on_error "continue" lets every branch end: one that failed fails the step, and the run goes on.
+    if (step.type === "parallel" && failed > 0) return fanFailed(run, `${failed} of its branches failed or were cancelled`, output, c);
+    return fanSucceeded(run, output, c);
+  }
+
+  /** More children failed than tolerated: the unfinished ones are cancelled, and the step fails with what was done. */
+  private async failed(run: RunDoc, step: FanOutStep, plan: FanOut, progress: FanOutProgress, c: Clock): Promise<RunWrite> {
+    await this.family.cancelChildren(run, step.id);
+    const what = step.type === "parallel" ? "a branch" : `${progress.failed} of its children`;
+    const allowed = step.type === "parallel" ? "" : ` (tolerated_failures: ${plan.tolerated})`;
+    const output = await this.output(run, step, plan, { ...progress, running: 0 });
+    return fanFailed(run, `${what} failed or was cancelled${allowed}`, output, c);
+  }
+
+  /** The step's output, read from its children in index order: the succeeded one of each item, else this attempt's. */
+  private async output(run: RunDoc, step: FanOutStep, plan: FanOut, progress: FanOutProgress): Promise<Record<string, unknown>> {
+    const tenant = tenantOf(run);
+    const base = { "parent.run_id": run.id, "parent.step_id": step.id };
+    const [succeeded, others] = await Promise.all([
+      this.o.runs.find(tenant, { ...base, status: "succeeded" }, { limit: plan.count }),
+      this.o.runs.find(tenant, { ...base, parent_attempt: run.attempt ?? 1, status: { $ne: "succeeded" } }, { limit: plan.count }),
+    ]);
+    const best = new Map<number, ChildResult>();
+    for (const row of [...others, ...succeeded])
+      best.set(row.parent?.index ?? 0, { id: row.id, index: row.parent?.index ?? 0, status: row.status, output: row.output ?? null });
+    const children = [...best.values()];
+    return step.type === "parallel" ? parallelOutput(plan.names ?? [], children) : mapOutput(progress, children);
+  }
+
+  /** The map's workflow, from its (maybe templated) id; or why there is none to run. */
+  private async workflowOf(run: RunDoc, template: string): Promise<WorkflowDoc | string> {
+    let target: unknown;
+    try {
+      target = render(template, scopeOf(run));
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      return err.message;
+    }
+    if (!isId("wf", target)) return `workflow_id gave ${JSON.stringify(target)}, which is not a workflow id (wf_…)`;
+    const workflow = await this.o.workflows.get(tenantOf(run), target);
+    if (!workflow) return `no workflow '${target}' in this environment`;
+    if (workflow.status !== "active") return `the workflow '${target}' is inactive`;
+    return workflow;
+  }
+
+  /** Stores the child at `index`, counted against the root's descendants and the minute's run starts, all or none. */
+  private async start(run: RunDoc, step: FanOutStep, plan: FanOut, index: number, c: Clock, workflow?: WorkflowDoc): Promise<Start> {
+    const tenant = tenantOf(run);
+    const input = plan.input(index);
+    const fault = childInputFault(input);
+    if (fault) return { refused: `item ${index}: ${fault}`, code: "step_failed" };
+    const child = fanChild(run, step, index, input, c.now, workflow);
+    const root = child.root_run_id as string;
+    const descendants = { id: descendantsBudgetId(root), limit: this.o.descendantsMax, expiresAt: c.now + this.o.budgetTtlMs };
+    const budgetNow = this.o.now();
+    const starts = this.o.startsBudget(tenant, budgetNow);
+    let spent;
+    try {
+      spent = await this.o.startCounted(tenant, [descendants, starts], child);
+    } catch (err) {
+      // Stored by an earlier drive of this attempt (cut before it stored its counters).
+      if (isDuplicate(err)) return { stored: true };
+      throw err;
+    }
+    if (spent === descendants)
+      return {
+        refused: `limit reached: at most ${this.o.descendantsMax} runs may descend from one root run (RUN_DESCENDANTS_MAX; root ${root})`,
+        code: "limit_reached",
+      };
+    if (spent) return { deferredTo: c.now + Math.max(0, MINUTE_MS - (budgetNow % MINUTE_MS)) };
+    this.o.wake(child.id, tenant);
+    return { stored: true };
+  }
+}
