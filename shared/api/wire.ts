@@ -513,6 +513,8 @@ export interface RunStep {
   error: string | null;
   /** How many times the step was tried (a delivery's `attempts` is the list of its tries). */
   attempt_count: number;
+  /** A rerun from a later step (POST …/rerun with `from_step`): the run this step's result was copied from. */
+  copied_from?: string;
   started_at: string | null;
   finished_at: string | null;
   /** Approval steps, once reached: the step's message with its templates filled (null: the step has none). */
