@@ -26,7 +26,8 @@ export function rerunFrom(workflow: WorkflowDoc, old: RunDoc, now: number, optio
   const run = newRun(workflow, options.input ?? old.input, { type: "manual" }, now, 0, undefined, old.id);
   if (options.fromStep === undefined) return run;
   const at = workflow.steps.findIndex((s) => s.id === options.fromStep);
-  if (at < 0) throw new ApiError("parameter_invalid", `The workflow has no step '${options.fromStep}'`, { param: "from_step" });
+  // The workflow as it is now decides (it may have changed since the run): a conflict with its state.
+  if (at < 0) throw new ApiError("invalid_state", `The workflow has no step '${options.fromStep}' (now)`, { param: "from_step" });
   const before = new Map(old.steps.map((s) => [s.id, s]));
   const steps = run.steps.map((step, i) => {
     if (i >= at) return step;

@@ -41,6 +41,8 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   depth?: number;
   /** Internal, child runs whose parent step waits for them: the parent's cursor at that step, which their end makes due. */
   wakes_parent_at?: number;
+  /** Internal: the bulk job (bulk.mixin.ts) that last retried or cancelled it, so a batch done again acts on it once. */
+  bulk_job?: string;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -27,6 +27,7 @@ export const runView = ({
   root_run_id: _rr,
   depth: _dp,
   wakes_parent_at: _wp,
+  bulk_job: _bj,
   ...view
 }: RunDoc): RunView => ({
   object: "run",

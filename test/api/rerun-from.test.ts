@@ -94,7 +94,7 @@ describe("rerun from a step", () => {
     const run = (await call("POST", `/workflows/${wf.id}/runs`, {})).body.data;
     await ended(wf.id, run.id);
     const rerun = `/workflows/${wf.id}/runs/${run.id}/rerun`;
-    expectError(await call("POST", rerun, { from_step: "nope" }), 400, "parameter_invalid", "from_step");
+    expectError(await call("POST", rerun, { from_step: "nope" }), 409, "invalid_state", "from_step");
     expectError(await call("POST", rerun, { from_step: "b" }), 409, "invalid_state", "from_step");
     expectError(await call("POST", rerun, { from_step: 3 }), 400, "parameter_invalid", "from_step");
     expectError(await call("POST", rerun, { input: "x" }), 400, "parameter_invalid", "input");

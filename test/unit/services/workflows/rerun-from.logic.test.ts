@@ -39,7 +39,7 @@ describe("rerun from a step", () => {
   it("refuses a step the workflow lacks, and a step whose earlier steps did not succeed in the old run", () => {
     const old = endedRun(1);
     expect(() => rerunFrom(workflow(), old, T0, { fromStep: "nope" })).toThrow(
-      expect.objectContaining({ type: "parameter_invalid", data: { param: "from_step" } }),
+      expect.objectContaining({ type: "invalid_state", data: { param: "from_step" } }),
     );
     // Step 1 failed in the old run: nothing to copy for it.
     expect(() => rerunFrom(workflow(), old, T0, { fromStep: ids[2] })).toThrow(
