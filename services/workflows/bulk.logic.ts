@@ -109,16 +109,24 @@ export function rangeOf(filter: BulkJobFilter, now: number): { cursor: string; e
   };
 }
 
-/** The store filter of a job's next batch: along (workflow_id?, status?, id), the status the action implies when one is. */
-export function batchFilter(job: Pick<BulkJobDoc, "action" | "filter" | "cursor" | "started" | "end">): Filter {
+/**
+ * The store filter of a job's runs: along (workflow_id?, status?, id), with the status the action
+ * implies when there is one. A batch's read leaves out the range's end (`withEnd` false) and stops
+ * at it in memory (`pastEnd`): with both bounds on `id`, SQLite prefers the index without the
+ * status and walks every run of the workflow to find the few of that status.
+ */
+export function batchFilter(job: Pick<BulkJobDoc, "action" | "filter" | "cursor" | "started" | "end">, withEnd = true): Filter {
   const { workflow_id, status, failed_step } = job.filter;
   const only = status ?? (job.action === "retry" || failed_step !== undefined ? "failed" : undefined);
   return {
     ...(workflow_id && { workflow_id }),
     ...(only && { status: only }),
-    id: { [job.started ? "$gt" : "$gte"]: job.cursor, $lt: job.end },
+    id: { [job.started ? "$gt" : "$gte"]: job.cursor, ...(withEnd && { $lt: job.end }) },
   };
 }
+
+/** Whether a run read by a batch is past the job's range (made after the job started, or at created_before). */
+export const pastEnd = (job: Pick<BulkJobDoc, "end">, run: Pick<RunDoc, "id">): boolean => run.id >= job.end;
 
 /** Whether the job's action applies to `run`, read by its batch: its status, and the step it failed at. */
 export function picks(job: Pick<BulkJobDoc, "action" | "filter">, run: Pick<RunDoc, "status" | "steps">): boolean {

@@ -14,6 +14,7 @@ import {
   batchFilter,
   bulkView,
   checkFilter,
+  pastEnd,
   picks,
   rangeOf,
   type BulkJobDoc,
@@ -186,10 +187,11 @@ export const BulkMixin: Partial<ServiceSchema<PlatformSettings, BulkMethods, Bul
       let end = job.batch_end;
       let last = job.batch_last === true;
       if (!ids) {
-        const read = await this.runs.find(tenant, batchFilter(job), { sort: { id: 1 }, limit: BULK_BATCH });
+        const got = await this.runs.find(tenant, batchFilter(job, false), { sort: { id: 1 }, limit: BULK_BATCH });
+        const read = got.filter((r) => !pastEnd(job, r));
         ids = read.filter((r) => picks(job, r)).map((r) => r.id);
         end = read.at(-1)?.id;
-        last = read.length < BULK_BATCH;
+        last = read.length < got.length || got.length < BULK_BATCH;
         const held = await this.bulkJobs.update(
           ALL_TENANTS,
           { id: job.id, lease, status: "running" },

@@ -364,6 +364,21 @@ describe("bounded reads", () => {
     } finally {
       reads.active = false;
     }
+    // A batch by workflow and status reads along the index with the status: only failed runs, not
+    // the 2,000 that succeeded (with both ends of the id range given, SQLite would take the other).
+    const batch = [...statements].filter((sql) =>
+      /FROM "workflow_runs" WHERE "c_workflow_id" = \? AND "c_status" = \? .*ORDER BY id ASC/.test(sql),
+    );
+    expect(batch.length).toBeGreaterThan(0);
+    const db = new DatabaseSync(join(dir, DATABASE_FILE), { readOnly: true });
+    try {
+      for (const sql of batch)
+        expect((db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(" | ")).toContain(
+          "c_status=?",
+        );
+    } finally {
+      db.close();
+    }
   });
 
   it("serves every query of those requests from an index, without sorting (EXPLAIN QUERY PLAN)", () => {
