@@ -41,6 +41,8 @@ export const BULK_JOBS = collectionSpec<BulkJobDoc>("workflow_bulk_jobs", [
   { fields: { running: 1 }, unique: true, sparse: true },
   { fields: { due_at: 1 }, sparse: true },
   { fields: { org_id: 1, environment: 1, id: 1 } },
+  // Jobs that ended, by when: pruned after EVENT_RETENTION_DAYS.
+  { fields: { finished_at: 1 }, sparse: true },
 ]);
 
 export const bulkView = ({

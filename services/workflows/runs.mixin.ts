@@ -289,6 +289,11 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
       await prune({ collection: this.waits, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
       await prune({ collection: this.shapes, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
+      // Bulk jobs that ended, kept as long as the runs they acted on (bulk.mixin.ts).
+      await prune(
+        { collection: this.bulkJobs, field: "finished_at", before, removable: { status: { $in: ["succeeded", "cancelled"] } } },
+        control,
+      );
       return runs;
     },
   },

@@ -197,3 +197,13 @@ describe("bulk operations on runs", () => {
     expectError(await call("GET", "/runs/bulk/blk_01jdx3kq9v7c2m5n8p4r6t0w1y"), 404, "resource_not_found", "job_id");
   });
 });
+
+describe("retention", () => {
+  it("jobs that ended go with the runs they acted on, after EVENT_RETENTION_DAYS", async () => {
+    const listed = (await call("GET", "/runs/bulk?per_page=100")).body.data as any[];
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.every((j) => j.status !== "running")).toBe(true);
+    await suite.p.broker.call("workflows.prune", { now: Date.now() + 400 * 86_400_000 });
+    for (const job of listed) expectError(await call("GET", `/runs/bulk/${job.id}`), 404, "resource_not_found", "job_id");
+  });
+});
