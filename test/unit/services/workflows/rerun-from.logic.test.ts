@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { rerunFrom } from "../../../../services/workflows/rerun-from.logic";
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 import { newRun } from "../../../../services/workflows/runs.logic";
@@ -53,6 +54,28 @@ describe("rerun from a step", () => {
   it("needs the old run ended", () => {
     expect(() => rerunFrom(workflow(), { ...endedRun(1), status: "waiting" }, T0, { fromStep: ids[1] })).toThrow(
       /Only a run that has ended/,
+    );
+  });
+});
+
+describe("rerun from a step, any step of any run that failed", () => {
+  it("copies exactly the steps before from_step and starts there, or refuses naming from_step", () => {
+    const ids = workflow().steps.map((s) => s.id);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: ids.length - 1 }), fc.integer({ min: 0, max: ids.length - 1 }), (failedAt, from) => {
+        const old = endedRun(failedAt);
+        if (from > failedAt) {
+          // The step that failed in the old run comes before from_step: nothing to copy for it.
+          expect(() => rerunFrom(workflow(), old, T0, { fromStep: ids[from] })).toThrow(
+            expect.objectContaining({ type: "invalid_state", data: { param: "from_step" } }),
+          );
+          return;
+        }
+        const run = rerunFrom(workflow(), old, T0, { fromStep: ids[from] });
+        expect(run.cursor).toBe(from);
+        expect(run.steps.map((s) => s.copied_from ?? null)).toEqual(ids.map((_, i) => (i < from ? old.id : null)));
+        expect(run.steps.slice(from).every((s) => s.status === "pending")).toBe(true);
+      }),
     );
   });
 });
