@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { SettingsError } from "../../shared/config";
 import { liveServers } from "../server-mark";
 import { UsageError, type Command, type Options, type Values } from "./command";
+import { BULK_COMMANDS } from "./commands/bulk";
 import { EVENT_COMMANDS } from "./commands/events";
 import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
@@ -36,6 +37,7 @@ const COMMANDS: Record<string, Command> = {
   ...EVENT_COMMANDS,
   ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
+  ...BULK_COMMANDS,
   ...RAW_COMMANDS,
   ...STORAGE_COMMANDS,
 };

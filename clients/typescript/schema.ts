@@ -624,6 +624,70 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/runs/bulk": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /runs/bulk
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsListBulk"];
+    put?: never;
+    /**
+     * POST /runs/bulk
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsStartBulk"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/runs/bulk/{job_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /runs/bulk/{job_id}
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsGetBulk"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/runs/bulk/{job_id}/cancel": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * POST /runs/bulk/{job_id}/cancel
+     * @description Needs the `workflows:write` scope.
+     */
+    post: operations["workflowsCancelBulk"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/audit-log": {
     parameters: {
       query?: never;
@@ -2045,6 +2109,11 @@ export interface components {
       /** @description How many times the step was tried */
       attempt_count: number;
       /**
+       * @description A rerun from a later step: the run this step's result was copied from
+       * @example run_01jdx3kq9v7c2m5n8p4r6t0w1y
+       */
+      copied_from?: string;
+      /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
        */
@@ -2336,6 +2405,69 @@ export interface components {
       }[];
       /** @description The ticks that had a run already */
       already_started: string[];
+    };
+    /** BulkJobFilter */
+    BulkJobFilter: {
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      workflow_id?: string;
+      /** @enum {string} */
+      status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_after?: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_before?: string;
+      /** @description Failed runs whose failing step has this id */
+      failed_step?: string;
+    };
+    /**
+     * BulkJob
+     * @description A background job retrying, rerunning or cancelling the runs a filter picks, a batch at a time
+     */
+    BulkJob: {
+      /** @constant */
+      object: "bulk_job";
+      /** @example blk_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @enum {string} */
+      environment: "live" | "test";
+      /** @enum {string} */
+      action: "retry" | "rerun" | "cancel";
+      filter: components["schemas"]["BulkJobFilter"];
+      /** @enum {string} */
+      status: "running" | "succeeded" | "cancelled";
+      /** @description Runs in the filter's index range when the job started (up to 10,000) */
+      total: number;
+      /** @constant */
+      total_capped?: true;
+      /** @description Runs found so far that the action applies to */
+      matched: number;
+      /** @description Runs acted on */
+      done: number;
+      /** @description Runs whose action was refused; last_error says why */
+      failed: number;
+      last_error: string | null;
+      created_by: components["schemas"]["Actor"];
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      updated_at: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      finished_at: string | null;
     };
     /** UsageReport */
     UsageReport: {
@@ -5403,6 +5535,7 @@ export interface operations {
            *               "output": {},
            *               "error": "x",
            *               "attempt_count": 0,
+           *               "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *               "started_at": "2026-11-23T10:00:00.000Z",
            *               "finished_at": "2026-11-23T10:00:00.000Z",
            *               "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -5518,6 +5651,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -5616,6 +5750,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -5716,6 +5851,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -5825,6 +5961,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -5934,6 +6071,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -6036,6 +6174,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -6106,7 +6245,17 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        /** @example {} */
+        "application/json": {
+          from_step?: string;
+          input?: {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
     responses: {
       /** @description Created */
       201: {
@@ -6138,6 +6287,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -6308,6 +6458,7 @@ export interface operations {
            *             "output": {},
            *             "error": "x",
            *             "attempt_count": 0,
+           *             "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *             "started_at": "2026-11-23T10:00:00.000Z",
            *             "finished_at": "2026-11-23T10:00:00.000Z",
            *             "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -6592,6 +6743,7 @@ export interface operations {
            *               "output": {},
            *               "error": "x",
            *               "attempt_count": 0,
+           *               "copied_from": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
            *               "started_at": "2026-11-23T10:00:00.000Z",
            *               "finished_at": "2026-11-23T10:00:00.000Z",
            *               "timeout_at": "2026-11-23T10:00:00.000Z"
@@ -6642,6 +6794,347 @@ export interface operations {
       413: components["responses"]["E413"];
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsListBulk: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "bulk_job",
+           *           "id": "blk_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "environment": "live",
+           *           "action": "retry",
+           *           "filter": {
+           *             "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "created_after": "2026-11-23T10:00:00.000Z",
+           *             "created_before": "2026-11-23T10:00:00.000Z"
+           *           },
+           *           "status": "running",
+           *           "total": 0,
+           *           "matched": 0,
+           *           "done": 0,
+           *           "failed": 0,
+           *           "last_error": "x",
+           *           "created_by": {
+           *             "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *             "key_name": "x"
+           *           },
+           *           "created_at": "2026-11-23T10:00:00.000Z",
+           *           "updated_at": "2026-11-23T10:00:00.000Z",
+           *           "finished_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["BulkJob"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsStartBulk: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "action": "retry",
+         *       "filter": {}
+         *     }
+         */
+        "application/json": {
+          /** @enum {string} */
+          action: "retry" | "rerun" | "cancel";
+          filter: {
+            workflow_id?: string;
+            /** @enum {string} */
+            status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+            created_after?: string;
+            created_before?: string;
+            failed_step?: string;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Accepted: the work goes on in the background */
+      202: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "bulk_job",
+           *         "id": "blk_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "action": "retry",
+           *         "filter": {
+           *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "created_after": "2026-11-23T10:00:00.000Z",
+           *           "created_before": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "status": "running",
+           *         "total": 0,
+           *         "matched": 0,
+           *         "done": 0,
+           *         "failed": 0,
+           *         "last_error": "x",
+           *         "created_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["BulkJob"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsGetBulk: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The job's id */
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "bulk_job",
+           *         "id": "blk_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "action": "retry",
+           *         "filter": {
+           *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "created_after": "2026-11-23T10:00:00.000Z",
+           *           "created_before": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "status": "running",
+           *         "total": 0,
+           *         "matched": 0,
+           *         "done": 0,
+           *         "failed": 0,
+           *         "last_error": "x",
+           *         "created_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["BulkJob"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsCancelBulk: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+        /** @description Repeating a POST with the same key answers the first answer again (Idempotent-Replayed: true) for 24 hours */
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+      };
+      path: {
+        /** @description The job's id */
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "object": "bulk_job",
+           *         "id": "blk_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *         "environment": "live",
+           *         "action": "retry",
+           *         "filter": {
+           *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "created_after": "2026-11-23T10:00:00.000Z",
+           *           "created_before": "2026-11-23T10:00:00.000Z"
+           *         },
+           *         "status": "running",
+           *         "total": 0,
+           *         "matched": 0,
+           *         "done": 0,
+           *         "failed": 0,
+           *         "last_error": "x",
+           *         "created_by": {
+           *           "key_id": "key_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "key_name": "x"
+           *         },
+           *         "created_at": "2026-11-23T10:00:00.000Z",
+           *         "updated_at": "2026-11-23T10:00:00.000Z",
+           *         "finished_at": "2026-11-23T10:00:00.000Z"
+           *       }
+           *     }
+           */
+          "application/json": {
+            data: components["schemas"]["BulkJob"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      409: components["responses"]["E409"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
+      500: components["responses"]["E500"];
       503: components["responses"]["E503"];
     };
   };

@@ -258,6 +258,26 @@ export const ROUTES: readonly RouteDef[] = [
     resource: "WorkflowVersion",
   },
   { method: "GET", path: "/runs", action: "workflows.listAllRuns", scope: "workflows:read", resource: "Run", list: true },
+  // Bulk operations on runs: a stored job acting on the runs a filter picks, in the background.
+  {
+    method: "POST",
+    path: "/runs/bulk",
+    action: "workflows.startBulk",
+    scope: "workflows:write",
+    resource: "BulkJob",
+    status: 202,
+    audit: audit("bulk_job.started", "id"),
+  },
+  { method: "GET", path: "/runs/bulk", action: "workflows.listBulk", scope: "workflows:read", resource: "BulkJob", list: true },
+  { method: "GET", path: "/runs/bulk/{job_id}", action: "workflows.getBulk", scope: "workflows:read", resource: "BulkJob" },
+  {
+    method: "POST",
+    path: "/runs/bulk/{job_id}/cancel",
+    action: "workflows.cancelBulk",
+    scope: "workflows:write",
+    resource: "BulkJob",
+    audit: audit("bulk_job.cancelled"),
+  },
 
   // Every organization's successful mutations, both environments (see AuditSpec).
   { method: "GET", path: "/audit-log", action: "orgs.auditLog", scope: "org:admin", resource: "AuditEntry", list: true },

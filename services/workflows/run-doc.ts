@@ -43,6 +43,8 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   wakes_parent_at?: number;
   /** Internal, children of a map or parallel step: the parent's attempt that started it (fan-out.ts). */
   parent_attempt?: number;
+  /** Internal: the bulk job (bulk.mixin.ts) that last retried or cancelled it, so a batch done again acts on it once. */
+  bulk_job?: string;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -28,6 +28,7 @@ export const runView = ({
   depth: _dp,
   wakes_parent_at: _wp,
   parent_attempt: _pa,
+  bulk_job: _bj,
   ...view
 }: RunDoc): RunView => ({
   object: "run",

@@ -21,7 +21,8 @@ import { ChildRuns } from "./child-runs";
 import { RUN_DUE, RunEngine } from "./engine";
 import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
-import { approve, cancel, reject, rerun, retry, type Decider } from "./run-decisions.logic";
+import { approve, cancel, reject, retry, type Decider } from "./run-decisions.logic";
+import { rerunFrom } from "./rerun-from.logic";
 import type { RunDoc } from "./run-doc";
 import { runView, type RunView } from "./run-view.logic";
 import { updateOf, type RunWrite } from "./run-write.logic";
@@ -34,11 +35,13 @@ import {
   decideParams,
   listAllRunsParams,
   listRunsParams,
+  rerunParams,
   runParams,
   startRunParams,
   type DecideParams,
   type ListAllRunsParams,
   type ListRunsParams,
+  type RerunParams,
   type RunParams,
   type StartRunParams,
 } from "./workflows.params";
@@ -116,18 +119,22 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
 
     /**
      * POST /workflows/{id}/runs/{run_id}/rerun — workflows:write. A new run of the workflow as it is
-     * now (its current version, like Inngest's replay) with the old run's input, `rerun_of` the old
-     * run; the old run must have ended and the workflow be active. Counted as a start.
+     * now (its current version, like Inngest's replay) with the old run's input or a new one, from
+     * its first step or from `from_step` (rerun-from.logic.ts), `rerun_of` the old run; the old run
+     * must have ended and the workflow be active. Counted as a start.
      */
     rerunRun: {
-      params: runParams,
-      async handler(ctx: Ctx<RunParams>): Promise<RunView> {
+      params: rerunParams,
+      async handler(ctx: Ctx<RerunParams>): Promise<RunView> {
         const tenant = tenantOf(ctx);
         const workflow = await this.ownWorkflow(tenant, ctx.params.id);
         const old = await this.ownRun(tenant, ctx.params);
         if (workflow.status !== "active")
           throw new ApiError("invalid_state", "The workflow is inactive; activate it (PATCH status: active) to run it", { param: "id" });
-        return this.startApiRun(tenant, rerun(workflow, old, Date.now()));
+        const { input, from_step } = ctx.params;
+        if (input !== undefined && Buffer.byteLength(JSON.stringify(input)) > INPUT_MAX_BYTES)
+          throw new ApiError("parameter_invalid", `input is over ${INPUT_MAX_BYTES} bytes as JSON`, { param: "input" });
+        return this.startApiRun(tenant, rerunFrom(workflow, old, Date.now(), { fromStep: from_step, input }));
       },
     },
 
@@ -282,6 +289,11 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       await prune({ collection: this.budgets, field: "expires_at", before: new Date(now).toISOString(), removable: {} }, control);
       await prune({ collection: this.waits, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
       await prune({ collection: this.shapes, field: "until", before: new Date(now).toISOString(), removable: {} }, control);
+      // Bulk jobs that ended, kept as long as the runs they acted on (bulk.mixin.ts).
+      await prune(
+        { collection: this.bulkJobs, field: "finished_at", before, removable: { status: { $in: ["succeeded", "cancelled"] } } },
+        control,
+      );
       return runs;
     },
   },

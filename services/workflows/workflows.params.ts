@@ -92,6 +92,17 @@ export interface RunParams {
   run_id: string;
 }
 
+/** POST …/rerun: the step to start from (the steps before it copied from the run) and a new input. */
+export const rerunParams = {
+  ...runParams,
+  from_step: { type: "string", min: 1, max: 64, optional: true },
+  input: { type: "object", optional: true },
+} as const;
+export interface RerunParams extends RunParams {
+  from_step?: string;
+  input?: Record<string, unknown>;
+}
+
 /** The most characters of an approval's comment. */
 export const COMMENT_MAX = 1000;
 export const decideParams = {

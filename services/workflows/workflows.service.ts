@@ -13,6 +13,7 @@ import { RunStartsMixin } from "./run-starts.mixin";
 import { RunsMixin, type RunsMethods, type RunsVars } from "./runs.mixin";
 import { scheduleOf } from "./schedule-ticks.logic";
 import { SchedulesMixin } from "./schedules.mixin";
+import { BulkMixin } from "./bulk.mixin";
 import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { checkCancelOn } from "./waits.logic";
@@ -63,6 +64,7 @@ type Ctx<P> = Context<P, CallMeta>;
 const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVars> = {
   name: "workflows",
   mixins: [
+    BulkMixin as Partial<ServiceSchema>,
     SchedulesMixin as Partial<ServiceSchema>,
     SecretsMixin as Partial<ServiceSchema>,
     WaitsMixin as Partial<ServiceSchema>,

@@ -5,6 +5,7 @@ import { RUN_RETENTION_INDEXES, RUNS_COLLECTION } from "../../shared/records/ret
 import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./run-doc";
+import { BULK_JOBS } from "./bulk.logic";
 import type { SecretDoc } from "./secrets.logic";
 import { WAIT_SHAPES, WAITS } from "./wait-records";
 import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
@@ -79,6 +80,8 @@ export const STORE = declareStore({
     shapes: WAIT_SHAPES,
     // The workflows of each environment, counted with each creation and deletion (quotas.ts).
     quota: quotaCounters("workflow_quota"),
+    // Bulk operations on runs (bulk.mixin.ts).
+    bulkJobs: BULK_JOBS,
   },
   reads: { events: EVENTS },
   outbox: true,

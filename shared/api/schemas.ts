@@ -16,6 +16,7 @@ import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
 import { RECOVERY_RESOURCES, subscription, WEBHOOK_RESOURCES, webhookUrl } from "./schemas/webhooks";
 import { SCHEDULE_RESOURCES, SECRET_RESOURCES, TRIGGER_RESOURCES, WORKFLOW_RESOURCES } from "./schemas/workflows";
 import { HOOK_RESOURCES } from "./schemas/hooks";
+import { BULK_RESOURCES } from "./schemas/bulk";
 
 export { EVENT_TYPE } from "./schemas/events";
 export { idOf, REQUEST_ID, type JsonSchema } from "./schemas/common";
@@ -34,6 +35,7 @@ export const RESOURCES: Record<string, JsonSchema> = {
   ...AUDIT_RESOURCES,
   ...WORKFLOW_RESOURCES,
   ...SCHEDULE_RESOURCES,
+  ...BULK_RESOURCES,
   ...ANALYTICS_RESOURCES,
   ...COMMON_RESOURCES,
 };

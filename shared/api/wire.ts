@@ -535,6 +535,8 @@ export interface RunStep {
   error: string | null;
   /** How many times the step was tried (a delivery's `attempts` is the list of its tries). */
   attempt_count: number;
+  /** A rerun from a later step (POST …/rerun with `from_step`): the run this step's result was copied from. */
+  copied_from?: string;
   started_at: string | null;
   finished_at: string | null;
   /** Approval steps, once reached: the step's message with its templates filled (null: the step has none). */
@@ -676,4 +678,42 @@ export interface AuditEntry {
   /** The HTTP status answered (2xx: only successful mutations are recorded). */
   status: number;
   created_at: string;
+}
+
+export const BULK_ACTIONS = ["retry", "rerun", "cancel"] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+export const BULK_JOB_STATUSES = ["running", "succeeded", "cancelled"] as const;
+export type BulkJobStatus = (typeof BULK_JOB_STATUSES)[number];
+
+/** Which runs a bulk job acts on (times as ISO 8601: created_after ≤ created_at < created_before). */
+export interface BulkJobFilter {
+  workflow_id?: string;
+  status?: RunStatus;
+  created_after?: string;
+  created_before?: string;
+  /** Failed runs whose failing step has this id. */
+  failed_step?: string;
+}
+
+/** POST /runs/bulk: a background job retrying, rerunning or cancelling the runs a filter picks. */
+export interface BulkJob {
+  object: "bulk_job";
+  id: string;
+  environment: Environment;
+  action: BulkAction;
+  filter: BulkJobFilter;
+  status: BulkJobStatus;
+  /** Runs in the filter's index range when the job started (counted up to 10,000; `total_capped` past it), before their status was checked. */
+  total: number;
+  total_capped?: true;
+  /** Runs the job found the action applies to, so far; each is then either done or failed. */
+  matched: number;
+  done: number;
+  /** Runs whose action was refused (a run that changed meanwhile, a workflow made inactive, …); `last_error` says why. */
+  failed: number;
+  last_error: string | null;
+  created_by: Actor;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
 }

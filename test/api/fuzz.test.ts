@@ -38,6 +38,7 @@ const pools: Record<string, string[][]> = {
   Event: [],
   Secret: [],
   Recovery: [],
+  BulkJob: [],
   /** Workflows whose hook has a secret the platform made, to rotate. */
   Hook: [],
   /** Runs waiting for an approval, made before approve and reject are tried. */
@@ -54,6 +55,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
   if (route.path.startsWith("/api-keys/")) return { pool: "ApiKey", prefix: "key" };
   if (route.path.startsWith("/events/")) return { pool: "Event", prefix: "evt" };
   if (route.path.startsWith("/secrets/")) return { pool: "Secret", prefix: "sec" };
+  if (route.path.startsWith("/runs/bulk/")) return { pool: "BulkJob", prefix: "blk" };
   if (route.path.includes("{job_id}")) return { pool: "Recovery", prefix: "rcv" };
   if (/approveRun|rejectRun/.test(route.action)) return { pool: "Waiting", prefix: "run" };
   if (/Schedule$/.test(route.action)) return { pool: "Scheduled", prefix: "wf" };
@@ -67,7 +69,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
 
 /** Operations whose answer depends on the resource's state: a valid request may meet 409 invalid_state. */
 const STATEFUL =
-  /\.(startRun|cancelRun|approveRun|rejectRun|retryRun|rerunRun|redeliver|retry|test|recover|updateMember|removeMember|rotateHookSecret)$/;
+  /\.(startRun|cancelRun|approveRun|rejectRun|retryRun|rerunRun|redeliver|retry|test|recover|updateMember|removeMember|rotateHookSecret|startBulk|cancelBulk)$/;
 
 const ORDER = ["POST", "GET", "PATCH", "DELETE"];
 // An inbound hook takes no API key and any body: test/api/hooks.test.ts generates its requests.
@@ -161,6 +163,7 @@ function remember(route: RouteDef, path: string, res: ApiResponse): void {
   if (route.action === "workflows.createSecret" && res.status === 201) pools.Secret.push([data.name]);
   if (route.action === "workflows.create" && data?.hook_secret) pools.Hook.push([data.id]);
   if (route.action === "webhooks.recover" && res.status === 202) pools.Recovery.push([parent, data.id]);
+  if (route.action === "workflows.startBulk" && res.status === 202) pools.BulkJob.push([data.id]);
   if (route.method === "POST" && res.status === 201 && data?.id && (data.environment ?? "live") === "live") {
     const pool = { Run: "Run", Member: "Member" }[route.resource as string] ?? route.resource?.replace(/WithSecret|^New/g, "");
     if (pool && pools[pool]) pools[pool].push(pool === "Run" || pool === "Member" ? [parent, data.id] : [data.id]);
@@ -187,6 +190,16 @@ function uniqueStepIds(body: Record<string, unknown>): Record<string, unknown> {
     return { ...step, id: unique };
   });
   return { ...body, steps };
+}
+
+/**
+ * POST /runs/bulk: a filter its action applies to. The fixed `filter` above is a CEL condition, and
+ * the rules the schema does not state (a status per action, a workflow or a time range) are the logic's.
+ */
+function bulkFilter(body: Record<string, unknown>): Record<string, unknown> {
+  const statuses: Record<string, string> = { retry: "failed", rerun: "succeeded", cancel: "waiting" };
+  if (typeof body?.action !== "string" || !(body.action in statuses) || !("filter" in body)) return body;
+  return { action: body.action, filter: { status: statuses[body.action], created_after: new Date(Date.now() - 86_400_000).toISOString() } };
 }
 
 /** A webhook trigger's filter reads `request`, not `event`: a CEL rule no schema states. */
@@ -222,6 +235,29 @@ async function scheduledWorkflows(n: number): Promise<string[][]> {
   return made;
 }
 
+/**
+ * A bulk cancel of 150 waiting runs, still running when answered (three batches with pauses
+ * between them), for POST /runs/bulk/{job_id}/cancel; started once no other job of the
+ * environment runs.
+ */
+async function runningBulkJob(): Promise<string[][]> {
+  const key = suite.acme.live;
+  const call = (method: string, path: string, body?: unknown) => api(suite.p.baseUrl, method, path, { key, body });
+  const wf = (await call("POST", "/workflows", { name: "bulk", trigger: { type: "manual" }, steps: [{ type: "approval" }] })).body.data.id;
+  for (let i = 0; i < 150; i += 25) await Promise.all(Array.from({ length: 25 }, () => call("POST", `/workflows/${wf}/runs`, {})));
+  await waitFor(
+    "150 runs waiting",
+    async () => (await call("GET", `/workflows/${wf}/runs?status=waiting&per_page=1`)).body.meta.total === 150,
+  );
+  let id = "";
+  await waitFor("a bulk job started (one runs at a time)", async () => {
+    const res = await call("POST", "/runs/bulk", { action: "cancel", filter: { workflow_id: wf } });
+    id = res.body.data?.id;
+    return res.status === 202;
+  });
+  return [[id]];
+}
+
 /** Runs of a one-approval workflow, once each waits for its approval. */
 const waitingRuns = (n: number) => runsIn(n, "waiting", "approve", [{ type: "approval" }]);
 
@@ -242,11 +278,12 @@ describe("requests generated from the API reference, against a running server", 
       if (/Schedule$/.test(route.action)) pools.Scheduled = await scheduledWorkflows(3);
       // Runs that can be cancelled whatever the generated ones did meanwhile: waiting for an approval.
       if (route.action === "workflows.cancelRun") pools.Run.push(...(await waitingRuns(3)));
+      if (route.action === "workflows.cancelBulk") pools.BulkJob = await runningBulkJob();
       const label = `${route.method} ${route.path}`;
       seen[label] = new Set();
       const bodySchema = op.requestBody?.content["application/json"].schema;
       const bodyArb = bodySchema
-        ? (valueOf(bodySchema, g) as fc.Arbitrary<Record<string, unknown>>).map(uniqueStepIds).map(requestFilter)
+        ? (valueOf(bodySchema, g) as fc.Arbitrary<Record<string, unknown>>).map(uniqueStepIds).map(requestFilter).map(bulkFilter)
         : fc.constant(undefined);
       await fc.assert(
         fc.asyncProperty(requestOf(route, op, g), bodyArb, fc.boolean(), async (request, body, breakIt) => {

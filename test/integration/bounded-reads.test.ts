@@ -102,6 +102,7 @@ let key: string;
 let ok: { id: string };
 let broken: { id: string };
 let wf: { id: string };
+let bulkJob: { id: string };
 let emitted = 0;
 /** The first event stored: its deliveries are read by event id. */
 let anEvent = "";
@@ -151,12 +152,14 @@ beforeAll(async () => {
       steps: [{ type: "delay", duration_ms: 1 }],
     })
   ).body.data;
-  await call("POST", "/workflows", {
+  const idle = await call("POST", "/workflows", {
     name: "idle",
     status: "inactive",
     trigger: { type: "manual" },
     steps: [{ type: "delay", duration_ms: 1 }],
   });
+  // A bulk job (over the idle workflow's runs: none), read back by id and in the list.
+  bulkJob = (await call("POST", "/runs/bulk", { action: "cancel", filter: { workflow_id: idle.body.data.id } })).body.data;
 }, 60_000);
 
 afterAll(async () => {
@@ -237,6 +240,8 @@ const PATHS = () => [
   // A run's children, through the sparse index of child runs (none here: the runs grown are not children).
   `/runs?parent_run_id=run_0000000000000000000000000a`,
   `/runs?parent_run_id=run_0000000000000000000000000a&status=succeeded&limit=10`,
+  "/runs/bulk",
+  `/runs/bulk/${bulkJob.id}`,
   "/api-keys",
   `/orgs/${org.id}/members`,
   "/analytics/webhooks",
@@ -338,6 +343,43 @@ describe("bounded reads", () => {
       success_rate: 1,
     });
   }, 240_000);
+
+  it("bulk jobs over the grown runs read them along an index (their statements join the plans checked next)", async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    reads.active = true;
+    try {
+      // By workflow and status (no failed runs: one batch), and by a creation time range alone.
+      for (const body of [
+        { action: "retry", filter: { workflow_id: wf.id, status: "failed" } },
+        { action: "cancel", filter: { created_after: since } },
+      ]) {
+        let job = (await call("POST", "/runs/bulk", body)).body.data;
+        expect(job).toMatchObject({ object: "bulk_job", total: 0 });
+        await waitFor(`bulk job ${job.id} to end`, async () => {
+          job = (await call("GET", `/runs/bulk/${job.id}`)).body.data;
+          return job.status === "succeeded";
+        });
+        expect(job).toMatchObject({ matched: 0, done: 0 });
+      }
+    } finally {
+      reads.active = false;
+    }
+    // A batch by workflow and status reads along the index with the status: only failed runs, not
+    // the 2,000 that succeeded (with both ends of the id range given, SQLite would take the other).
+    const batch = [...statements].filter((sql) =>
+      /FROM "workflow_runs" WHERE "c_workflow_id" = \? AND "c_status" = \? .*ORDER BY id ASC/.test(sql),
+    );
+    expect(batch.length).toBeGreaterThan(0);
+    const db = new DatabaseSync(join(dir, DATABASE_FILE), { readOnly: true });
+    try {
+      for (const sql of batch)
+        expect((db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join(" | ")).toContain(
+          "c_status=?",
+        );
+    } finally {
+      db.close();
+    }
+  });
 
   it("serves every query of those requests from an index, without sorting (EXPLAIN QUERY PLAN)", () => {
     const db = new DatabaseSync(join(dir, DATABASE_FILE), { readOnly: true });

@@ -11,7 +11,8 @@ function describeRun(r: any): string {
   if (r.pending_approval) lines.push(safe`waiting for approval at ${r.pending_approval.step_id}: ${r.pending_approval.message ?? ""}`);
   for (const s of r.steps) {
     const decision = s.decision ? safe` (${s.decision.decision} by ${s.decision.decided_by.key_name ?? s.decision.decided_by.key_id})` : "";
-    lines.push(safe`  ${s.id}  ${s.type}  ${s.status}${s.error ? ` ${s.error}` : ""}` + decision);
+    const copied = s.copied_from ? safe` (copied from ${s.copied_from})` : "";
+    lines.push(safe`  ${s.id}  ${s.type}  ${s.status}${s.error ? ` ${s.error}` : ""}` + decision + copied);
   }
   return lines.join("\n");
 }
@@ -112,7 +113,20 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
     },
   },
   "runs retry": runAction("retry", "run a failed run again from its failed step"),
-  "runs rerun": runAction("rerun", "start a new run with the same input"),
+  "runs rerun": {
+    args: "WORKFLOW_ID RUN_ID [--from-step STEP_ID] [--input JSON]",
+    summary: "start a new run of a run that ended: from the start or from a step, with its input or a new one",
+    details: "--from-step: the steps before it are not run again; their results are copied from the run (marked copied_from).",
+    options: { "from-step": { type: "string" }, input: { type: "string" } },
+    positionals: 2,
+    async run(c) {
+      const input = jsonObject(c, "input");
+      const from = optional(c, "from-step");
+      const body = { ...(from !== undefined && { from_step: from }), ...(input !== undefined && { input }) };
+      const { data } = await c.api().call("POST", `${runPath(c)}/rerun`, Object.keys(body).length > 0 ? body : undefined);
+      c.out.line(data, describeRun(data));
+    },
+  },
   "runs cancel": runAction("cancel", "cancel a run that has not finished"),
   approve: runAction("approve", "approve the approval step a run waits at", true),
   reject: runAction("reject", "reject the approval step a run waits at (the run fails)", true),

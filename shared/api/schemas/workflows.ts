@@ -188,6 +188,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       output: {},
       error: { type: ["string", "null"] },
       attempt_count: { type: "integer", minimum: 0, description: "How many times the step was tried" },
+      copied_from: { ...idOf("run"), description: "A rerun from a later step: the run this step's result was copied from" },
       started_at: nullable(time),
       finished_at: nullable(time),
       message: { type: ["string", "null"], description: "Approval steps, once reached: the message with its templates filled" },
@@ -222,7 +223,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
           "Failed steps: the kind of failure (`step_failed`, `template_error`, `timed_out`, `run_timed_out`, `stopped`, `rejected`, `limit_reached`, `child_failed`, `child_cancelled`, `workflow_not_found`)",
       },
     },
-    ["message", "decision", "waiting_for", "timeout_at", "attempts", "error_code"],
+    ["message", "decision", "waiting_for", "timeout_at", "attempts", "error_code", "copied_from"],
   ),
   ApprovalDecision: object("ApprovalDecision", {
     decision: { type: "string", enum: ["approved", "rejected"] },
