@@ -12,6 +12,8 @@ export interface Generation {
   schemas: Record<string, Json>;
   /** Values to use for a property of this name instead of generating one (a receiver's URL, an existing id). */
   fixed?: Record<string, fc.Arbitrary<unknown>>;
+  /** Components left out where they are one choice of several (those that hold a list of their parent: map steps). */
+  leftOut?: ReadonlySet<string>;
 }
 
 const CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.:/!?".split("");
@@ -49,7 +51,10 @@ export function valueOf(schema: Json, g: Generation, name?: string): fc.Arbitrar
   const s = resolve(schema, g);
   if ("const" in s) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
-  if (Array.isArray(s.oneOf)) return fc.oneof(...s.oneOf.map((part: Json) => valueOf(part, g)));
+  if (Array.isArray(s.oneOf)) {
+    const kept = s.oneOf.filter((part: Json) => !(typeof part.$ref === "string" && g.leftOut?.has(part.$ref.split("/").pop() as string)));
+    return fc.oneof(...kept.map((part: Json) => valueOf(part, g)));
+  }
   if (Array.isArray(s.anyOf)) return fc.oneof(...s.anyOf.map((part: Json) => valueOf(part, g)));
   const types: string[] = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
   if (types.length > 1) return fc.oneof(...types.map((type) => valueOf({ ...s, type }, g)));
