@@ -1967,6 +1967,8 @@ export interface components {
       cancel_on?: components["schemas"]["CancelOn"][];
       /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
       version: number;
       /**
        * Format: date-time
@@ -1988,6 +1990,27 @@ export interface components {
       hook?: components["schemas"]["Hook"];
       /** @description The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only */
       hook_secret?: string | null;
+    };
+    /**
+     * FlowConcurrency
+     * @description At most `limit` runs of one key at once; the others wait queued (queued_reason concurrency) and start oldest first
+     */
+    FlowConcurrency: {
+      /** @description Runs of one key unfinished at once, at most */
+      limit: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
+      key?: string;
+    };
+    /**
+     * FlowThrottle
+     * @description At most `limit` starts of one key per `period_ms` window; the others wait queued (queued_reason throttle) for a later window
+     */
+    FlowThrottle: {
+      /** @description Runs of one key started per period, at most */
+      limit: number;
+      period_ms: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, the same template */
+      key?: string;
     };
     /** RunStep */
     RunStep: {
@@ -2131,6 +2154,13 @@ export interface components {
        * @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y
        */
       cancel_event_id?: string | null;
+      /**
+       * @description While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise
+       * @enum {string|null}
+       */
+      queued_reason?: "concurrency" | "throttle" | null;
+      /** @description The flow-control key the run counts under (its workflow's key over its input), or null */
+      flow_key?: string | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
       /** @description A child run's parent: the run, the step that started it and its index there; null for other runs */
@@ -2185,6 +2215,8 @@ export interface components {
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -2203,6 +2235,8 @@ export interface components {
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -2432,6 +2466,8 @@ export interface components {
       cancel_on?: components["schemas"]["CancelOn"][];
       /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
       version: number;
       /**
        * Format: date-time
@@ -4556,6 +4592,8 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"];
+          throttle?: components["schemas"]["FlowThrottle"];
         };
       };
     };
@@ -4668,6 +4706,8 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"];
+          throttle?: components["schemas"]["FlowThrottle"];
         };
       };
     };
@@ -4915,6 +4955,8 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][] | null;
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
         };
       };
     };

@@ -1,4 +1,5 @@
 import type { CancelOn, Run, Step } from "../../shared/api/wire";
+import type { RunFlow } from "./flow-control.logic";
 
 export interface OutboxEvent {
   id: string;
@@ -41,6 +42,12 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   depth?: number;
   /** Internal, child runs whose parent step waits for them: the parent's cursor at that step, which their end makes due. */
   wakes_parent_at?: number;
+  /** Internal, runs of a workflow with flow control (flow-control.logic.ts): its limits when it started. */
+  flow?: RunFlow;
+  /** Internal: while held behind its flow control, when it came (the order runs of a key go in). */
+  held_at?: number;
+  /** Internal: while held, when a node's sweep next looks at its key (flow-gate.ts). */
+  release_at?: number;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -3,6 +3,7 @@ import { ApiError, isDuplicate } from "../../shared/errors";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { RUN_DUE, type RunEngine } from "./engine";
+import type { FlowGate } from "./flow-gate";
 import type { RunDoc } from "./run-doc";
 import { runView, type RunView } from "./run-view.logic";
 import type { WorkflowsStoreVars } from "./workflows.store";
@@ -19,6 +20,8 @@ export interface Budget {
 /** The store's collections (workflows.store.ts) and the engine that may take a new run at once. */
 export interface RunStartsVars extends WorkflowsStoreVars {
   engine: RunEngine;
+  /** Lets runs held behind their workflow's flow control go (flow-gate.ts). */
+  flowGate: FlowGate;
 }
 export interface RunStartsMethods {
   /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
@@ -27,8 +30,11 @@ export interface RunStartsMethods {
   startsBudget(tenant: Required<Tenant>, now: number): Budget;
   /** Creates the budget `id`, unless it exists. */
   openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
-  /** Stores `run` and counts it against each budget, all or none; answers null, or the budget that is spent. */
-  startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc): Promise<Budget | null>;
+  /**
+   * Stores `run` and counts it against each budget, all or none; answers null, or the budget that is
+   * spent. A held run's key is pumped (flow-gate.ts), unless the caller `awaited` to do it.
+   */
+  startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc, awaited?: boolean): Promise<Budget | null>;
 }
 
 /**
@@ -57,10 +63,12 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
       // Stored already claimed by this node's engine when it has room, an http step first shown
       // running (the claim's and the engine's first write fewer, and no wake-up to send);
       // otherwise queued and due now, for any node's engine.
-      const claimed = this.engine.reserve(run);
+      // A run held behind its workflow's flow control is never claimed at once.
+      const held = run.held_at !== undefined;
+      const claimed = held ? null : this.engine.reserve(run);
       let counted = false;
       try {
-        counted = (await this.startCounted(tenant, [budget], claimed ?? run)) === null;
+        counted = (await this.startCounted(tenant, [budget], claimed ?? run, held)) === null;
       } finally {
         if (claimed && !counted) this.engine.unreserve(run);
       }
@@ -76,6 +84,11 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
         );
       }
       if (claimed) this.engine.adopt(claimed);
+      else if (held) {
+        // Shown as its key's gate left it: let go at once when the key has room, else queued and why.
+        await this.flowGate.pump(tenant, run.flow_key as string);
+        return runView((await this.runs.get(tenant, run.id)) ?? run);
+      }
       // A lost wake-up only delays the run until a node's next poll.
       else this.broker.emit(RUN_DUE, { id: run.id, ...tenant }).catch(() => undefined);
       return runView(claimed ?? run);
@@ -89,7 +102,7 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
       }
     },
 
-    async startCounted(tenant, budgets, run) {
+    async startCounted(tenant, budgets, run, awaited = false) {
       for (let tries = 0; tries <= budgets.length; tries += 1) {
         // The counts and the run are stored together: a run that exists was counted once, a
         // duplicate (the run started already) takes nothing, and two nodes never both take the last.
@@ -103,7 +116,10 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
           })),
           { op: "insert", collection: this.runs, doc: run },
         ]);
-        if (written) return null;
+        if (written) {
+          if (run.held_at !== undefined && !awaited) void this.flowGate.pump(tenant, run.flow_key as string);
+          return null;
+        }
         for (const budget of budgets) {
           const stored = await this.budgets.get(tenant, budget.id);
           if (stored && stored.runs >= budget.limit) return budget;

@@ -27,6 +27,11 @@ export const runView = ({
   root_run_id: _rr,
   depth: _dp,
   wakes_parent_at: _wp,
+  flow: _fl,
+  held_at: _ha,
+  release_at: _ra,
+  flow_key,
+  queued_reason,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -39,6 +44,9 @@ export const runView = ({
   timeout_ms: timeout_ms ?? null,
   deadline_at: deadline_at === undefined ? null : new Date(deadline_at).toISOString(),
   parent: view.parent ?? null,
+  queued_reason: queued_reason ?? null,
+  // Stored after its workflow's id (the key is the workflow's own).
+  flow_key: flow_key === undefined || flow_key === null ? null : flow_key.slice(flow_key.indexOf("/") + 1),
   output: view.output ?? null,
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({

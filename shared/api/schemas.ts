@@ -9,7 +9,7 @@
  */
 import { SCOPE_NAMES } from "./scopes";
 import { ANALYTICS_RESOURCES } from "./schemas/analytics";
-import { anyObject, COMMON_RESOURCES, date, instant, type JsonSchema, ref, time, withSecret } from "./schemas/common";
+import { anyObject, COMMON_RESOURCES, date, instant, type JsonSchema, ref, refOrNull, time, withSecret } from "./schemas/common";
 import { CUSTOM_EVENT_TYPE, EVENT_RESOURCES, EVENT_TYPE } from "./schemas/events";
 import { AUDIT_RESOURCES, ORG_RESOURCES } from "./schemas/orgs";
 import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
@@ -81,6 +81,8 @@ RESOURCES.WebhookWithSecret = withSecret(
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "workflows.create": {
     trigger: ref("Trigger"),
+    concurrency: ref("FlowConcurrency"),
+    throttle: ref("FlowThrottle"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -89,6 +91,8 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   },
   "workflows.validate": {
     trigger: ref("Trigger"),
+    concurrency: ref("FlowConcurrency"),
+    throttle: ref("FlowThrottle"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -97,6 +101,8 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   },
   "workflows.update": {
     trigger: ref("Trigger"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
     steps,
     cancel_on: { ...cancelOn, type: ["array", "null"] },
     output: {

@@ -1,0 +1,134 @@
+import { createHash } from "node:crypto";
+import { invalidParam } from "../../shared/errors";
+import type { FlowConcurrency, FlowThrottle } from "../../shared/api/wire";
+import { checkTemplates, type Fault } from "./expressions/check";
+import { render } from "./templates";
+import type { RunDoc } from "./run-doc";
+
+/**
+ * Flow control per key (docs/workflows/README.md, "Flow control"): a workflow's `concurrency`
+ * (at most `limit` runs of one key unfinished at once) and `throttle` (at most `limit` starts of one
+ * key per `period_ms`). A run of such a workflow is stored held: `queued`, with no due time (the
+ * engine never claims it, so it holds no engine slot), its key and the order it came in
+ * (`held_at`); the gate (flow-gate.ts) lets the oldest held run of a key go when the key has room.
+ */
+export const CONCURRENCY_LIMIT_MAX = 1000;
+export const THROTTLE_LIMIT_MAX = 10_000;
+export const THROTTLE_PERIOD_MIN_MS = 100;
+export const THROTTLE_PERIOD_MAX_MS = 24 * 60 * 60 * 1000;
+/** A key is kept as it is up to this many characters, longer ones by their SHA-256. */
+export const FLOW_KEY_MAX_CHARS = 200;
+export const KEY_TEMPLATE_MAX_CHARS = 1000;
+
+/** Why a held run waits, as the run shows it (`queued_reason`). */
+export type QueuedReason = "concurrency" | "throttle";
+
+/** What a held run carries of its workflow's flow control, as it was when it started. */
+export interface RunFlow {
+  concurrency?: number;
+  throttle?: { limit: number; period_ms: number };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const fault: Fault = (field, message) => invalidParam(field, `${field}: ${message}`);
+
+function integer(field: string, raw: unknown, min: number, max: number): number {
+  if (typeof raw !== "number" || !Number.isInteger(raw) || raw < min || raw > max)
+    throw fault(field, `must be an integer from ${min} to ${max}`);
+  return raw;
+}
+
+function keyTemplate(field: string, raw: unknown): string | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "string" || raw.trim() === "" || raw.length > KEY_TEMPLATE_MAX_CHARS)
+    throw fault(
+      field,
+      `must be a template over the run's input (a string of 1 to ${KEY_TEMPLATE_MAX_CHARS} characters), e.g. "{{ input.customer_id }}"`,
+    );
+  // Over the input only: no step has run when the key is taken.
+  checkTemplates(fault, field, raw, new Set(), "key");
+  return raw;
+}
+
+function checkFields(name: string, raw: Record<string, unknown>, allowed: readonly string[]): void {
+  const extra = Object.keys(raw).find((k) => !allowed.includes(k));
+  if (extra !== undefined)
+    throw fault(`${name}.${extra}`, `${name} has no field ${JSON.stringify(extra)} (it takes ${allowed.join(", ")})`);
+}
+
+/** A workflow's `concurrency`, checked; null or absent: none. */
+export function checkConcurrency(raw: unknown): FlowConcurrency | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isObject(raw)) throw fault("concurrency", 'must be an object {"limit": n, "key": "{{ … }}"}');
+  checkFields("concurrency", raw, ["limit", "key"]);
+  const key = keyTemplate("concurrency.key", raw.key);
+  return { limit: integer("concurrency.limit", raw.limit, 1, CONCURRENCY_LIMIT_MAX), ...(key !== undefined && { key }) };
+}
+
+/** A workflow's `throttle`, checked; null or absent: none. */
+export function checkThrottle(raw: unknown): FlowThrottle | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isObject(raw)) throw fault("throttle", 'must be an object {"limit": n, "period_ms": n, "key": "{{ … }}"}');
+  checkFields("throttle", raw, ["limit", "period_ms", "key"]);
+  const limit = integer("throttle.limit", raw.limit, 1, THROTTLE_LIMIT_MAX);
+  const period_ms = integer("throttle.period_ms", raw.period_ms, THROTTLE_PERIOD_MIN_MS, THROTTLE_PERIOD_MAX_MS);
+  const key = keyTemplate("throttle.key", raw.key);
+  return { limit, period_ms, ...(key !== undefined && { key }) };
+}
+
+/**
+ * The key of a run: the template rendered over its input, as text. A template that cannot be
+ * rendered (a field the input lacks) gives the empty key: the run is held with the others
+ * that lack it, never let through unheld.
+ */
+export function keyOf(template: string | undefined, input: unknown): string {
+  if (template === undefined) return "";
+  let value: unknown;
+  try {
+    value = render(template, { input, steps: {} });
+  } catch {
+    return "";
+  }
+  const text = value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
+  return text.length <= FLOW_KEY_MAX_CHARS ? text : `sha256:${createHash("sha256").update(text).digest("hex")}`;
+}
+
+type FlowWorkflow = { id: string; concurrency?: FlowConcurrency | null; throttle?: FlowThrottle | null };
+
+/**
+ * A new run of `workflow`, held (as it is when the workflow has no flow control). One key per run:
+ * the concurrency's key template, else the throttle's (both given: they must be the same template).
+ */
+export function held(run: RunDoc, workflow: FlowWorkflow, nowMs: number): RunDoc {
+  const { concurrency, throttle } = workflow;
+  if (!concurrency && !throttle) return run;
+  const key = keyOf(concurrency?.key ?? throttle?.key, run.input);
+  const flow: RunFlow = {
+    ...(concurrency && { concurrency: concurrency.limit }),
+    ...(throttle && { throttle: { limit: throttle.limit, period_ms: throttle.period_ms } }),
+  };
+  const { due_at: _due, ...rest } = run;
+  return {
+    ...rest,
+    flow_key: `${workflow.id}/${key}`,
+    flow,
+    held_at: nowMs,
+    release_at: nowMs,
+    queued_reason: concurrency ? "concurrency" : "throttle",
+  };
+}
+
+/** A workflow's `concurrency` and `throttle`, checked; both given, one key for both (one gate orders the runs). */
+export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown }): { concurrency?: FlowConcurrency; throttle?: FlowThrottle } {
+  const concurrency = checkConcurrency(raw.concurrency);
+  const throttle = checkThrottle(raw.throttle);
+  if (concurrency && throttle && (concurrency.key ?? "") !== (throttle.key ?? ""))
+    throw fault("throttle.key", "must be the same template as concurrency.key when a workflow has both");
+  return { ...(concurrency && { concurrency }), ...(throttle && { throttle }) };
+}
+
+/** The throttle window `nowMs` falls in: its start and end. */
+export function windowOf(periodMs: number, nowMs: number): { start: number; end: number } {
+  const start = nowMs - (nowMs % periodMs);
+  return { start, end: start + periodMs };
+}
