@@ -2,8 +2,9 @@ import { createServer, type ServerResponse } from "node:http";
 
 /**
  * A real HTTP server on 127.0.0.1 that holds every request open until the test lets it go, and
- * records, per key (the request's path after `/`), how many requests were open at once at most:
- * two runs of one key overlapping show as a most of 2.
+ * records, per key (the first segment of the request's path), how many distinct runs (its second
+ * segment, if any) had a request open at once at most: two runs of one key overlapping show as a
+ * most of 2. A request whose connection closes unanswered (its node killed) is no longer open.
  */
 export interface HoldTarget {
   url: string;
@@ -12,7 +13,7 @@ export interface HoldTarget {
   /** The most requests open at once, per key, and overall. */
   most: Map<string, number>;
   mostOverall: number;
-  /** Every request's key, in arrival order. */
+  /** Every request's key and run (`key/run`), in arrival order. */
   arrivals: string[];
   /** Answers every request open now (200). */
   release(): number;
@@ -20,26 +21,33 @@ export interface HoldTarget {
 }
 
 export async function startHoldTarget(): Promise<HoldTarget> {
-  const held: { key: string; res: ServerResponse }[] = [];
+  const held: { key: string; run: string; res: ServerResponse }[] = [];
   const target = { open: new Map(), most: new Map(), mostOverall: 0, arrivals: [] as string[] } as HoldTarget;
+  const runsOpen = (key: string) => new Set(held.filter((h) => h.key === key).map((h) => h.run));
+  const recount = () => {
+    for (const key of new Set([...target.open.keys(), ...held.map((h) => h.key)])) target.open.set(key, runsOpen(key).size);
+  };
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
-      const key = (req.url ?? "/").slice(1);
-      target.arrivals.push(key);
-      const n = (target.open.get(key) ?? 0) + 1;
-      target.open.set(key, n);
-      target.most.set(key, Math.max(n, target.most.get(key) ?? 0));
-      target.mostOverall = Math.max(target.mostOverall, held.length + 1);
-      held.push({ key, res });
+      const [key, run = String(target.arrivals.length)] = (req.url ?? "/").slice(1).split("/");
+      target.arrivals.push(`${key}/${run}`);
+      const entry = { key, run, res };
+      held.push(entry);
+      recount();
+      target.most.set(key, Math.max(target.open.get(key) ?? 0, target.most.get(key) ?? 0));
+      target.mostOverall = Math.max(target.mostOverall, new Set(held.map((h) => `${h.key}/${h.run}`)).size);
+      res.on("close", () => {
+        const at = held.indexOf(entry);
+        if (at >= 0) held.splice(at, 1);
+        recount();
+      });
     });
   });
   target.release = () => {
     const answered = held.splice(0);
-    for (const { key, res } of answered) {
-      target.open.set(key, (target.open.get(key) ?? 1) - 1);
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    }
+    for (const { res } of answered) res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    recount();
     return answered.length;
   };
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
