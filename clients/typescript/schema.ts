@@ -1969,6 +1969,7 @@ export interface components {
       output?: unknown;
       concurrency?: components["schemas"]["FlowConcurrency"];
       throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       version: number;
       /**
        * Format: date-time
@@ -2010,6 +2011,18 @@ export interface components {
       limit: number;
       period_ms: number;
       /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, the same template */
+      key?: string;
+    };
+    /**
+     * FlowDebounce
+     * @description A burst of starts of one key starts one run, with the last start's input (queued_reason debounce while the burst lasts)
+     */
+    FlowDebounce: {
+      /** @description A start within this of the last one joins its burst */
+      period_ms: number;
+      /** @description The burst's run starts at most this long after its first start */
+      max_wait_ms?: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
       key?: string;
     };
     /** RunStep */
@@ -2158,7 +2171,7 @@ export interface components {
        * @description While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise
        * @enum {string|null}
        */
-      queued_reason?: "concurrency" | "throttle" | null;
+      queued_reason?: "concurrency" | "throttle" | "debounce" | null;
       /** @description The flow-control key the run counts under (its workflow's key over its input), or null */
       flow_key?: string | null;
       /** @description The message of the stop step that ended the run, or null */
@@ -2217,6 +2230,7 @@ export interface components {
       output?: unknown;
       concurrency?: components["schemas"]["FlowConcurrency"];
       throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -2237,6 +2251,7 @@ export interface components {
       output?: unknown;
       concurrency?: components["schemas"]["FlowConcurrency"];
       throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -2468,6 +2483,7 @@ export interface components {
       output?: unknown;
       concurrency?: components["schemas"]["FlowConcurrency"];
       throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       version: number;
       /**
        * Format: date-time
@@ -4594,6 +4610,7 @@ export interface operations {
           output?: unknown;
           concurrency?: components["schemas"]["FlowConcurrency"];
           throttle?: components["schemas"]["FlowThrottle"];
+          debounce?: components["schemas"]["FlowDebounce"];
         };
       };
     };
@@ -4708,6 +4725,7 @@ export interface operations {
           output?: unknown;
           concurrency?: components["schemas"]["FlowConcurrency"];
           throttle?: components["schemas"]["FlowThrottle"];
+          debounce?: components["schemas"]["FlowDebounce"];
         };
       };
     };
@@ -4957,6 +4975,7 @@ export interface operations {
           output?: unknown;
           concurrency?: components["schemas"]["FlowConcurrency"] | null;
           throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };

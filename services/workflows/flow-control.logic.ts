@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
-import type { FlowConcurrency, FlowThrottle } from "../../shared/api/wire";
+import type { FlowConcurrency, FlowDebounce, FlowThrottle } from "../../shared/api/wire";
 import { checkTemplates, type Fault } from "./expressions/check";
 import { render } from "./templates";
 import type { RunDoc } from "./run-doc";
@@ -21,11 +21,14 @@ export const FLOW_KEY_MAX_CHARS = 200;
 export const KEY_TEMPLATE_MAX_CHARS = 1000;
 
 /** Why a held run waits, as the run shows it (`queued_reason`). */
-export type QueuedReason = "concurrency" | "throttle";
+export type QueuedReason = "concurrency" | "throttle" | "debounce";
+export const DEBOUNCE_MAX_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** What a held run carries of its workflow's flow control, as it was when it started. */
 export interface RunFlow {
   concurrency?: number;
+  /** A debounced run: its burst's period (a start within it of the last joins the pending run). */
+  debounce_ms?: number;
   throttle?: { limit: number; period_ms: number };
 }
 
@@ -93,38 +96,93 @@ export function keyOf(template: string | undefined, input: unknown): string {
   return text.length <= FLOW_KEY_MAX_CHARS ? text : `sha256:${createHash("sha256").update(text).digest("hex")}`;
 }
 
-type FlowWorkflow = { id: string; concurrency?: FlowConcurrency | null; throttle?: FlowThrottle | null };
+type FlowWorkflow = { id: string; concurrency?: FlowConcurrency | null; throttle?: FlowThrottle | null; debounce?: FlowDebounce | null };
+
+/** A workflow's `debounce`, checked; null or absent: none. */
+export function checkDebounce(raw: unknown): FlowDebounce | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isObject(raw)) throw fault("debounce", 'must be an object {"period_ms": n, "key": "{{ … }}", "max_wait_ms": n}');
+  checkFields("debounce", raw, ["period_ms", "key", "max_wait_ms"]);
+  const period_ms = integer("debounce.period_ms", raw.period_ms, THROTTLE_PERIOD_MIN_MS, DEBOUNCE_MAX_MS);
+  const max_wait_ms =
+    raw.max_wait_ms === undefined ? undefined : integer("debounce.max_wait_ms", raw.max_wait_ms, period_ms, DEBOUNCE_MAX_MS);
+  const key = keyTemplate("debounce.key", raw.key);
+  return { period_ms, ...(max_wait_ms !== undefined && { max_wait_ms }), ...(key !== undefined && { key }) };
+}
+
+/**
+ * A start of a debounced key while a run of it is pending: the pending run takes the start's input,
+ * and goes `period_ms` after this start, or at its deadline (its first start plus `max_wait_ms`)
+ * if that comes first.
+ */
+export function debounced(pending: RunDoc, input: Record<string, unknown>, periodMs: number, nowMs: number) {
+  const releaseAt = Math.min(nowMs + periodMs, pending.debounce_deadline ?? Number.MAX_SAFE_INTEGER);
+  return { $set: { input, release_at: releaseAt, updated_at: new Date(nowMs).toISOString() }, $inc: { rev: 1 } };
+}
+
+/**
+ * A pending debounced run whose time came: held behind its concurrency or throttle when it has
+ * some (the gate lets it go), else due now.
+ */
+export function debounceReleased(run: RunDoc, nowMs: number) {
+  const unset = { debounce_key: true as const, debounce_deadline: true as const };
+  if (run.flow_key)
+    return {
+      $set: { held_at: nowMs, release_at: nowMs, queued_reason: run.flow?.concurrency !== undefined ? "concurrency" : "throttle" },
+      $unset: unset,
+      $inc: { rev: 1 },
+    };
+  return { $set: { due_at: nowMs }, $unset: { ...unset, release_at: true as const, queued_reason: true as const }, $inc: { rev: 1 } };
+}
 
 /**
  * A new run of `workflow`, held (as it is when the workflow has no flow control). One key per run:
  * the concurrency's key template, else the throttle's (both given: they must be the same template).
  */
 export function held(run: RunDoc, workflow: FlowWorkflow, nowMs: number): RunDoc {
-  const { concurrency, throttle } = workflow;
-  if (!concurrency && !throttle) return run;
+  const { concurrency, throttle, debounce } = workflow;
+  if (!concurrency && !throttle && !debounce) return run;
+  const { due_at: _due, ...rest } = run;
+  // Pending until its burst ends: no place in its key's line yet (the sweep releases it).
+  const pending = debounce
+    ? {
+        debounce_key: `${workflow.id}/${keyOf(debounce.key, run.input)}`,
+        debounce_deadline: nowMs + (debounce.max_wait_ms ?? DEBOUNCE_MAX_MS),
+        release_at: nowMs + debounce.period_ms,
+        queued_reason: "debounce" as const,
+        flow: { debounce_ms: debounce.period_ms },
+      }
+    : undefined;
+  if (!concurrency && !throttle) return { ...rest, ...pending };
   const key = keyOf(concurrency?.key ?? throttle?.key, run.input);
   const flow: RunFlow = {
     ...(concurrency && { concurrency: concurrency.limit }),
     ...(throttle && { throttle: { limit: throttle.limit, period_ms: throttle.period_ms } }),
   };
-  const { due_at: _due, ...rest } = run;
-  return {
-    ...rest,
+  const line = {
     flow_key: `${workflow.id}/${key}`,
     flow,
     held_at: nowMs,
     release_at: nowMs,
-    queued_reason: concurrency ? "concurrency" : "throttle",
+    queued_reason: concurrency ? ("concurrency" as const) : ("throttle" as const),
   };
+  if (!pending) return { ...rest, ...line };
+  const { held_at: _h, ...waiting } = line;
+  return { ...rest, ...waiting, ...pending, flow: { ...line.flow, ...pending.flow } };
 }
 
 /** A workflow's `concurrency` and `throttle`, checked; both given, one key for both (one gate orders the runs). */
-export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown }): { concurrency?: FlowConcurrency; throttle?: FlowThrottle } {
+export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown; debounce?: unknown }): {
+  concurrency?: FlowConcurrency;
+  throttle?: FlowThrottle;
+  debounce?: FlowDebounce;
+} {
   const concurrency = checkConcurrency(raw.concurrency);
   const throttle = checkThrottle(raw.throttle);
+  const debounce = checkDebounce(raw.debounce);
   if (concurrency && throttle && (concurrency.key ?? "") !== (throttle.key ?? ""))
     throw fault("throttle.key", "must be the same template as concurrency.key when a workflow has both");
-  return { ...(concurrency && { concurrency }), ...(throttle && { throttle }) };
+  return { ...(concurrency && { concurrency }), ...(throttle && { throttle }), ...(debounce && { debounce }) };
 }
 
 /** The throttle window `nowMs` falls in: its start and end. */

@@ -1,6 +1,6 @@
 import { isDuplicate } from "../../shared/errors";
 import { ALL_TENANTS, type AtomicWrite, type Collection, type Store, type Tenant } from "../../shared/storage/types";
-import { windowOf, type QueuedReason } from "./flow-control.logic";
+import { debounceReleased, debounced, windowOf, type QueuedReason } from "./flow-control.logic";
 import type { RunDoc } from "./run-doc";
 import type { BudgetDoc } from "./workflows.store";
 
@@ -52,6 +52,34 @@ export class FlowGate {
 
   stop(): void {
     clearInterval(this.sweeper);
+  }
+
+  /**
+   * A start of a debounced key (`run`, not stored) joins the key's pending run, if there is one:
+   * that run takes the start's input and its release moves (flow-control.logic.ts `debounced`), and
+   * `run` takes its id. Answers whether it joined.
+   */
+  async joinBurst(tenant: Scope, run: RunDoc): Promise<boolean> {
+    for (let tries = 0; tries < 3; tries += 1) {
+      const pending = await this.o.runs.findOne(tenant, { debounce_key: run.debounce_key ?? "" });
+      if (!pending) return false;
+      if (pending.status !== "queued") {
+        // Cancelled while pending: its key is free for a new burst.
+        await this.o.runs.update(tenant, { id: pending.id, debounce_key: pending.debounce_key ?? "" }, { $unset: { debounce_key: true } });
+        return false;
+      }
+      const period = run.flow?.debounce_ms ?? 0;
+      const joined = await this.o.runs.update(
+        tenant,
+        { id: pending.id, rev: pending.rev, debounce_key: pending.debounce_key ?? "" },
+        debounced(pending, run.input, period, Date.now()),
+      );
+      if (joined) {
+        run.id = joined.id;
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Lets the held runs of `flowKey` go while it has room; answers false when it failed (the sweep goes on). */
@@ -142,6 +170,20 @@ export class FlowGate {
     return false;
   }
 
+  /** A pending debounced run whose burst ended: held behind its key's limits, or due now. */
+  private async release(tenant: Scope, id: string): Promise<void> {
+    const run = await this.o.runs.get(tenant, id);
+    if (!run?.debounce_key) return;
+    if (run.status !== "queued") {
+      await this.o.runs.update(tenant, { id, debounce_key: run.debounce_key }, { $unset: { debounce_key: true, release_at: true } });
+      return;
+    }
+    const now = Date.now();
+    if ((run.release_at ?? 0) > now) return;
+    const released = await this.o.runs.update(tenant, { id, rev: run.rev, debounce_key: run.debounce_key }, debounceReleased(run, now));
+    if (released && !released.flow_key) this.o.due(released);
+  }
+
   private async openGate(tenant: Scope, id: string, now: number): Promise<BudgetDoc> {
     await this.open(tenant, id, now + GATE_TTL_MS);
     const gate = await this.o.budgets.get(tenant, id);
@@ -172,16 +214,20 @@ export class FlowGate {
     this.sweeping = true;
     try {
       const now = Date.now();
-      const rows = await this.o.runs.pluck(ALL_TENANTS, { release_at: { $lte: now } }, ["id", "org_id", "environment", "flow_key"], {
-        sort: { release_at: 1 },
-        limit: SWEEP_ROWS,
-      });
+      const rows = await this.o.runs.pluck(
+        ALL_TENANTS,
+        { release_at: { $lte: now } },
+        ["id", "org_id", "environment", "flow_key", "debounce_key"],
+        { sort: { release_at: 1 }, limit: SWEEP_ROWS },
+      );
+      for (const row of rows)
+        if (row.debounce_key) await this.release({ org_id: row.org_id, environment: row.environment as Scope["environment"] }, row.id);
       const keyOf = (row: (typeof rows)[number]) => `${row.org_id}/${row.environment}/${row.flow_key}`;
       const pumped = new Map<string, boolean>();
       for (const row of rows) {
         const key = keyOf(row);
         const tenant = { org_id: row.org_id, environment: row.environment as Scope["environment"] };
-        if (!pumped.has(key)) pumped.set(key, await this.pump(tenant, row.flow_key ?? ""));
+        if (!pumped.has(key)) pumped.set(key, row.flow_key ? await this.pump(tenant, row.flow_key) : true);
       }
       // A key whose pump failed keeps its marks: the next sweep tries it again.
       for (const row of rows)

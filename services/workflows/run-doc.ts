@@ -48,6 +48,9 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   held_at?: number;
   /** Internal: while held, when a node's sweep next looks at its key (flow-gate.ts). */
   release_at?: number;
+  /** Internal, a debounced run still taking its burst's starts: `<workflow>/<key>` (unique), and when it goes at the latest. */
+  debounce_key?: string;
+  debounce_deadline?: number;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

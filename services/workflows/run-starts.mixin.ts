@@ -32,7 +32,8 @@ export interface RunStartsMethods {
   openBudget(tenant: Required<Tenant>, id: string, expiresAt: number): Promise<void>;
   /**
    * Stores `run` and counts it against each budget, all or none; answers null, or the budget that is
-   * spent. A held run's key is pumped (flow-gate.ts), unless the caller `awaited` to do it.
+   * spent. A held run's key is pumped (flow-gate.ts), unless the caller `awaited` to do it. A
+   * debounced run whose key has a run pending joins it instead, and takes that run's id.
    */
   startCounted(tenant: Required<Tenant>, budgets: Budget[], run: RunDoc, awaited?: boolean): Promise<Budget | null>;
 }
@@ -64,7 +65,7 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
       // running (the claim's and the engine's first write fewer, and no wake-up to send);
       // otherwise queued and due now, for any node's engine.
       // A run held behind its workflow's flow control is never claimed at once.
-      const held = run.held_at !== undefined;
+      const held = run.held_at !== undefined || run.debounce_key !== undefined;
       const claimed = held ? null : this.engine.reserve(run);
       let counted = false;
       try {
@@ -86,7 +87,7 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
       if (claimed) this.engine.adopt(claimed);
       else if (held) {
         // Shown as its key's gate left it: let go at once when the key has room, else queued and why.
-        await this.flowGate.pump(tenant, run.flow_key as string);
+        if (run.flow_key !== undefined && run.debounce_key === undefined) await this.flowGate.pump(tenant, run.flow_key);
         return runView((await this.runs.get(tenant, run.id)) ?? run);
       }
       // A lost wake-up only delays the run until a node's next poll.
@@ -103,21 +104,30 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
     },
 
     async startCounted(tenant, budgets, run, awaited = false) {
+      // A start of a debounced key with a run pending joins it: one run per burst, counted once.
+      if (run.debounce_key !== undefined && (await this.flowGate.joinBurst(tenant, run))) return null;
       for (let tries = 0; tries <= budgets.length; tries += 1) {
         // The counts and the run are stored together: a run that exists was counted once, a
         // duplicate (the run started already) takes nothing, and two nodes never both take the last.
-        const written = await this.store.atomically([
-          ...budgets.map(({ id, limit }: Budget) => ({
-            op: "update" as const,
-            collection: this.budgets,
-            scope: tenant,
-            filter: { id, runs: { $lt: limit } },
-            update: { $inc: { runs: 1 } },
-          })),
-          { op: "insert", collection: this.runs, doc: run },
-        ]);
+        let written: unknown;
+        try {
+          written = await this.store.atomically([
+            ...budgets.map(({ id, limit }: Budget) => ({
+              op: "update" as const,
+              collection: this.budgets,
+              scope: tenant,
+              filter: { id, runs: { $lt: limit } },
+              update: { $inc: { runs: 1 } },
+            })),
+            { op: "insert", collection: this.runs, doc: run },
+          ]);
+        } catch (err) {
+          // Two starts of one debounced key at once: the second joins the first's run.
+          if (isDuplicate(err) && run.debounce_key !== undefined && (await this.flowGate.joinBurst(tenant, run))) return null;
+          throw err;
+        }
         if (written) {
-          if (run.held_at !== undefined && !awaited) void this.flowGate.pump(tenant, run.flow_key as string);
+          if (run.held_at !== undefined && run.flow_key !== undefined && !awaited) void this.flowGate.pump(tenant, run.flow_key);
           return null;
         }
         for (const budget of budgets) {

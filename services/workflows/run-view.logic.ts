@@ -30,6 +30,8 @@ export const runView = ({
   flow: _fl,
   held_at: _ha,
   release_at: _ra,
+  debounce_key: _dk,
+  debounce_deadline: _dd,
   flow_key,
   queued_reason,
   ...view

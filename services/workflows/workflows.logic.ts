@@ -115,6 +115,7 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   ...(doc.output !== undefined && { output: doc.output }),
   ...(doc.concurrency && { concurrency: doc.concurrency }),
   ...(doc.throttle && { throttle: doc.throttle }),
+  ...(doc.debounce && { debounce: doc.debounce }),
   created_at: doc.updated_at,
   created_by: by,
 });

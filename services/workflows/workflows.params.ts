@@ -21,6 +21,7 @@ const output = { type: "any", optional: true, nullable: true } as const;
 /** Flow control (flow-control.logic.ts), checked in the logic to name the field; null or absent: none. */
 const concurrency = { type: "any", optional: true, nullable: true } as const;
 const throttle = { type: "any", optional: true, nullable: true } as const;
+const debounce = { type: "any", optional: true, nullable: true } as const;
 
 export const createParams = {
   $$strict: true,
@@ -34,10 +35,12 @@ export const createParams = {
   output,
   concurrency,
   throttle,
+  debounce,
 } as const;
 export interface CreateParams {
   concurrency?: unknown;
   throttle?: unknown;
+  debounce?: unknown;
   output?: unknown;
   name: string;
   description?: string | null;
@@ -73,10 +76,12 @@ export const updateParams = {
   output,
   concurrency,
   throttle,
+  debounce,
 } as const;
 export interface UpdateParams {
   concurrency?: unknown;
   throttle?: unknown;
+  debounce?: unknown;
   output?: unknown;
   id: string;
   name?: string;

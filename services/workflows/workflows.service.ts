@@ -207,12 +207,13 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         if (ctx.params.output === null) unset.output = true;
         if (output !== undefined && ctx.params.output !== null) set.output = output;
         // Flow control: null removes it; both are checked as they will be (one key for both).
-        if (ctx.params.concurrency !== undefined || ctx.params.throttle !== undefined) {
+        if (ctx.params.concurrency !== undefined || ctx.params.throttle !== undefined || ctx.params.debounce !== undefined) {
           const flow = checkFlow({
             concurrency: ctx.params.concurrency === undefined ? current.concurrency : ctx.params.concurrency,
             throttle: ctx.params.throttle === undefined ? current.throttle : ctx.params.throttle,
+            debounce: ctx.params.debounce === undefined ? current.debounce : ctx.params.debounce,
           });
-          for (const field of ["concurrency", "throttle"] as const) {
+          for (const field of ["concurrency", "throttle", "debounce"] as const) {
             if (flow[field]) set[field] = flow[field] as never;
             else if (current[field]) unset[field] = true;
           }

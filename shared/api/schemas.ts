@@ -83,6 +83,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     trigger: ref("Trigger"),
     concurrency: ref("FlowConcurrency"),
     throttle: ref("FlowThrottle"),
+    debounce: ref("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -93,6 +94,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     trigger: ref("Trigger"),
     concurrency: ref("FlowConcurrency"),
     throttle: ref("FlowThrottle"),
+    debounce: ref("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -103,6 +105,7 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
     trigger: ref("Trigger"),
     concurrency: refOrNull("FlowConcurrency"),
     throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: { ...cancelOn, type: ["array", "null"] },
     output: {

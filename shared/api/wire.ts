@@ -416,6 +416,13 @@ export interface FlowThrottle {
   key?: string;
 }
 
+/** A burst of starts of one key (each within `period_ms` of the last) starts one run, with the last input, at most `max_wait_ms` after the first. */
+export interface FlowDebounce {
+  period_ms: number;
+  max_wait_ms?: number;
+  key?: string;
+}
+
 export interface Workflow {
   object: "workflow";
   id: string;
@@ -435,6 +442,8 @@ export interface Workflow {
   concurrency?: FlowConcurrency;
   /** Starts per key per period (absent: no limit). */
   throttle?: FlowThrottle;
+  /** One run per burst of starts of a key (absent: every start is a run). */
+  debounce?: FlowDebounce;
   version: number;
   created_at: string;
   updated_at: string;
@@ -484,7 +493,7 @@ export interface ScheduleBackfill {
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
 export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
   Workflow,
-  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on" | "output" | "concurrency" | "throttle"
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on" | "output" | "concurrency" | "throttle" | "debounce"
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
@@ -600,7 +609,7 @@ export interface Run {
   /** Cancelled by `cancel_on`: the event that matched. */
   cancel_event_id?: string | null;
   /** While the run waits `queued` behind its workflow's flow control: `concurrency` or `throttle`; null otherwise. */
-  queued_reason?: "concurrency" | "throttle" | null;
+  queued_reason?: "concurrency" | "throttle" | "debounce" | null;
   /** The flow-control key the run counts under (its workflow's key template over its input), or null. */
   flow_key?: string | null;
   /** The message of the stop step that ended the run, or null. */
@@ -635,6 +644,7 @@ export interface WorkflowVersion {
   output?: unknown;
   concurrency?: FlowConcurrency;
   throttle?: FlowThrottle;
+  debounce?: FlowDebounce;
   created_at: string;
   created_by: Actor | null;
 }

@@ -132,3 +132,59 @@ describe("throttle per key", () => {
     expect([...windows].sort()).toEqual(windows);
   });
 });
+
+describe("debounce per key", () => {
+  it("collapses a burst of starts of one key into one run with the last input; another key runs on its own", async () => {
+    // Real time passing is the subject: a burst's period of 1 s.
+    const res = await call("POST", "/workflows", {
+      name: "debounced",
+      trigger: { type: "manual" },
+      steps: [{ id: "s", type: "set", output: "{{ input.i }}" }],
+      debounce: { period_ms: 1000, max_wait_ms: 5000, key: "{{ input.customer }}" },
+    });
+    expect(res.status).toBe(201);
+    const wf = res.body.data.id;
+    const burst = [];
+    for (let i = 0; i < 4; i += 1) burst.push(await start(wf, { customer: "d", i }));
+    const other = await start(wf, { customer: "e", i: 9 });
+    // Every start of the burst answers the one pending run.
+    expect(new Set(burst).size).toBe(1);
+    expect(other).not.toBe(burst[0]);
+    const pending = await getRun(wf, burst[0]);
+    expect(pending).toMatchObject({ status: "queued", queued_reason: "debounce", input: { customer: "d", i: 3 } });
+    const done = await ended(wf, burst[0]);
+    expect(done.status).toBe("succeeded");
+    expect(done.output).toBe(3);
+    expect((await ended(wf, other)).output).toBe(9);
+    const all = (await call("GET", `/workflows/${wf}/runs`)).body.data;
+    expect(all).toHaveLength(2);
+    // A start after the burst ended begins a new run.
+    const later = await start(wf, { customer: "d", i: 4 });
+    expect(later).not.toBe(burst[0]);
+    expect((await ended(wf, later)).output).toBe(4);
+  });
+
+  it("starts the run at most max_wait_ms after the burst's first start, however long it goes on", async () => {
+    const res = await call("POST", "/workflows", {
+      name: "debounced with a deadline",
+      trigger: { type: "manual" },
+      steps: [{ id: "s", type: "set", output: "{{ input.i }}" }],
+      debounce: { period_ms: 800, max_wait_ms: 1500 },
+    });
+    const wf = res.body.data.id;
+    const first = await start(wf, { i: 0 });
+    const firstAt = Date.now();
+    // Starts every 200 ms (real time is the subject) until the run has started.
+    let i = 1;
+    let run = await getRun(wf, first);
+    while (run.status === "queued" && run.queued_reason === "debounce" && Date.now() - firstAt < 5000) {
+      await new Promise((r) => setTimeout(r, 200));
+      await call("POST", `/workflows/${wf}/runs`, { input: { i: i++ } });
+      run = await getRun(wf, first);
+    }
+    const done = await ended(wf, first);
+    expect(done.status).toBe("succeeded");
+    expect(Date.parse(done.steps[0].started_at) - firstAt).toBeLessThan(1500 + 1500);
+    expect(Date.parse(done.steps[0].started_at) - firstAt).toBeGreaterThanOrEqual(1400);
+  });
+});

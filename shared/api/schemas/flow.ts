@@ -25,4 +25,19 @@ export const FLOW_RESOURCES: Record<string, JsonSchema> = {
     ["key"],
     "At most `limit` starts of one key per `period_ms` window; the others wait queued (queued_reason throttle) for a later window",
   ),
+  FlowDebounce: object(
+    "FlowDebounce",
+    {
+      period_ms: { type: "integer", minimum: 100, maximum: 604800000, description: "A start within this of the last one joins its burst" },
+      max_wait_ms: {
+        type: "integer",
+        minimum: 100,
+        maximum: 604800000,
+        description: "The burst's run starts at most this long after its first start",
+      },
+      key,
+    },
+    ["max_wait_ms", "key"],
+    "A burst of starts of one key starts one run, with the last start's input (queued_reason debounce while the burst lasts)",
+  ),
 };

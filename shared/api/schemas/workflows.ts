@@ -167,6 +167,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       },
       concurrency: ref("FlowConcurrency"),
       throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
@@ -177,7 +178,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only",
       },
     },
-    ["timeout_ms", "cancel_on", "next_run_at", "output", "hook", "hook_secret", "concurrency", "throttle"],
+    ["timeout_ms", "cancel_on", "next_run_at", "output", "hook", "hook_secret", "concurrency", "throttle", "debounce"],
   ),
   ...FLOW_RESOURCES,
   RunStep: object(
@@ -269,7 +270,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
       queued_reason: {
         type: ["string", "null"],
-        enum: ["concurrency", "throttle", null],
+        enum: ["concurrency", "throttle", "debounce", null],
         description: "While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise",
       },
       flow_key: {
@@ -314,8 +315,9 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       output: {},
       concurrency: ref("FlowConcurrency"),
       throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
     },
-    ["cancel_on", "output", "concurrency", "throttle"],
+    ["cancel_on", "output", "concurrency", "throttle", "debounce"],
   ),
   WorkflowVersion: object(
     "WorkflowVersion",
@@ -333,9 +335,10 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       output: {},
       concurrency: ref("FlowConcurrency"),
       throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
       created_at: time,
       created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
     },
-    ["timeout_ms", "cancel_on", "output", "concurrency", "throttle"],
+    ["timeout_ms", "cancel_on", "output", "concurrency", "throttle", "debounce"],
   ),
 };

@@ -1,6 +1,14 @@
 import fc from "fast-check";
 import { ApiError } from "../../../../shared/errors";
-import { checkFlow, FLOW_KEY_MAX_CHARS, held, keyOf, windowOf } from "../../../../services/workflows/flow-control.logic";
+import {
+  checkFlow,
+  debounced,
+  debounceReleased,
+  FLOW_KEY_MAX_CHARS,
+  held,
+  keyOf,
+  windowOf,
+} from "../../../../services/workflows/flow-control.logic";
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 
 const paramOf = (f: () => unknown): string | undefined => {
@@ -45,6 +53,53 @@ describe("checkFlow", () => {
         checkFlow({ concurrency: { limit: 1, key: "{{ input.a }}" }, throttle: { limit: 1, period_ms: 100, key: "{{ input.b }}" } }),
       ),
     ).toBe("throttle.key");
+  });
+});
+
+describe("debounce", () => {
+  it("checks its period and its max wait, which may not be shorter than the period", () => {
+    expect(checkFlow({ debounce: { period_ms: 1000, max_wait_ms: 5000, key: "{{ input.c }}" } })).toEqual({
+      debounce: { period_ms: 1000, max_wait_ms: 5000, key: "{{ input.c }}" },
+    });
+    expect(paramOf(() => checkFlow({ debounce: { period_ms: 1000, max_wait_ms: 999 } }))).toBe("debounce.max_wait_ms");
+    expect(paramOf(() => checkFlow({ debounce: { period_ms: 50 } }))).toBe("debounce.period_ms");
+    expect(paramOf(() => checkFlow({ debounce: { period_ms: 1000, key: 1 } }))).toBe("debounce.key");
+  });
+
+  it("moves a pending run's release with each start, never past its deadline", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 10_000 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        (period, now, deadline) => {
+          const pending = { debounce_deadline: deadline } as RunDoc;
+          const { $set } = debounced(pending, { i: 1 }, period, now);
+          expect($set.release_at).toBe(Math.min(now + period, deadline));
+          expect($set.input).toEqual({ i: 1 });
+        },
+      ),
+    );
+  });
+
+  it("holds a debounced run pending, outside its key's line until its burst ends", () => {
+    const run = { id: "run_1", input: { c: "x" }, due_at: 10 } as unknown as RunDoc;
+    const h = held(
+      run,
+      { id: "wf_1", debounce: { period_ms: 100, max_wait_ms: 300, key: "{{ input.c }}" }, concurrency: { limit: 1 } },
+      10,
+    );
+    expect(h).toMatchObject({
+      debounce_key: "wf_1/x",
+      debounce_deadline: 310,
+      release_at: 110,
+      queued_reason: "debounce",
+      flow_key: "wf_1/",
+    });
+    expect(h.held_at).toBeUndefined();
+    expect(debounceReleased(h, 200)).toMatchObject({ $set: { held_at: 200, queued_reason: "concurrency" } });
+    const alone = held(run, { id: "wf_1", debounce: { period_ms: 100 } }, 10);
+    expect(debounceReleased(alone, 200)).toMatchObject({ $set: { due_at: 200 } });
   });
 });
 
