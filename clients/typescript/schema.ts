@@ -2171,7 +2171,7 @@ export interface components {
        * @description While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise
        * @enum {string|null}
        */
-      queued_reason?: "concurrency" | "throttle" | "debounce" | null;
+      queued_reason?: "concurrency" | "throttle" | "debounce" | "start_budget" | null;
       /** @description The flow-control key the run counts under (its workflow's key over its input), or null */
       flow_key?: string | null;
       /** @description The message of the stop step that ended the run, or null */

@@ -21,7 +21,7 @@ export const FLOW_KEY_MAX_CHARS = 200;
 export const KEY_TEMPLATE_MAX_CHARS = 1000;
 
 /** Why a held run waits, as the run shows it (`queued_reason`). */
-export type QueuedReason = "concurrency" | "throttle" | "debounce";
+export type QueuedReason = "concurrency" | "throttle" | "debounce" | "start_budget";
 export const DEBOUNCE_MAX_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** What a held run carries of its workflow's flow control, as it was when it started. */
@@ -30,6 +30,8 @@ export interface RunFlow {
   /** A debounced run: its burst's period (a start within it of the last joins the pending run). */
   debounce_ms?: number;
   throttle?: { limit: number; period_ms: number };
+  /** A run accepted over RUN_STARTS_PER_MINUTE: counted against the minute it goes in, at most this many per minute. */
+  starts?: number;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -189,4 +191,21 @@ export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown; debo
 export function windowOf(periodMs: number, nowMs: number): { start: number; end: number } {
   const start = nowMs - (nowMs % periodMs);
   return { start, end: start + periodMs };
+}
+
+/**
+ * A run accepted (an inbound request) while its environment's RUN_STARTS_PER_MINUTE is spent: held
+ * in its key's line (its workflow's own when it has no flow control) until a minute has room for
+ * it, `startsLimit` per minute, from `nextMinute` on.
+ */
+export function overBudget(run: RunDoc, startsLimit: number, nextMinute: number, nowMs: number): RunDoc {
+  const { due_at: _due, ...rest } = run;
+  return {
+    ...rest,
+    flow_key: run.flow_key ?? `${run.workflow_id}/`,
+    flow: { ...run.flow, starts: startsLimit },
+    held_at: run.held_at ?? nowMs,
+    release_at: nextMinute,
+    queued_reason: "start_budget",
+  };
 }

@@ -14,11 +14,16 @@ const PUMP_MAX = 50;
 /** A gate unused this long is pruned with the budgets (a new one starts at 0: its count is a revision, not a tally). */
 const GATE_TTL_MS = 24 * 60 * 60 * 1000;
 const UNFINISHED = ["queued", "running", "waiting"];
+const MINUTE_MS = 60_000;
 
 export interface FlowGateOptions {
   runs: Collection<RunDoc>;
   budgets: Collection<BudgetDoc>;
   atomically: Store["atomically"];
+  /** The RUN_STARTS_PER_MINUTE budget of the minute `now` falls in (run-starts.mixin.ts). */
+  startsBudget: (tenant: Scope, now: number) => { id: string; expiresAt: number };
+  /** The platform's clock, that the start budgets' minutes follow (a test's own in tests). */
+  clock: () => number;
   /** A run let go is due now: wake the engines (RUN_DUE). */
   due: (run: RunDoc) => void;
   logger: { warn: (...args: unknown[]) => void; debug: (...args: unknown[]) => void };
@@ -122,21 +127,27 @@ export class FlowGate {
         update: { $inc: { runs: 1 }, $set: { expires_at: new Date(now + GATE_TTL_MS).toISOString() } },
       },
     ];
-    let windowId: string | undefined;
-    let windowEnd = 0;
+    // The windows the run must count in: its throttle's, and the minute's when it came over RUN_STARTS_PER_MINUTE.
+    const windows: { id: string; limit: number; end: number; reason: QueuedReason }[] = [];
     if (flow.throttle) {
       const window = windowOf(flow.throttle.period_ms, now);
-      windowId = `throttle/${flowKey}/${window.start}`;
-      windowEnd = window.end;
-      await this.open(tenant, windowId, window.end + RECHECK_MS);
+      windows.push({ id: `throttle/${flowKey}/${window.start}`, limit: flow.throttle.limit, end: window.end, reason: "throttle" });
+      await this.open(tenant, `throttle/${flowKey}/${window.start}`, window.end + RECHECK_MS);
+    }
+    if (flow.starts !== undefined) {
+      const minuteNow = this.o.clock();
+      const budget = this.o.startsBudget(tenant, minuteNow);
+      windows.push({ id: budget.id, limit: flow.starts, end: windowOf(MINUTE_MS, minuteNow).end, reason: "start_budget" });
+      await this.open(tenant, budget.id, budget.expiresAt);
+    }
+    for (const window of windows)
       writes.push({
         op: "update",
         collection: this.o.budgets,
         scope: tenant,
-        filter: { id: windowId, runs: { $lt: flow.throttle.limit } },
+        filter: { id: window.id, runs: { $lt: window.limit } },
         update: { $inc: { runs: 1 } },
       });
-    }
     writes.push({
       op: "update",
       collection: this.o.runs,
@@ -156,9 +167,9 @@ export class FlowGate {
       this.o.due(written[written.length - (next ? 2 : 1)] as RunDoc);
       return true;
     }
-    if (windowId && flow.throttle) {
-      const spent = await this.o.budgets.get(tenant, windowId);
-      if (spent && spent.runs >= flow.throttle.limit) return this.later(tenant, head, windowEnd, "throttle");
+    for (const window of windows) {
+      const spent = await this.o.budgets.get(tenant, window.id);
+      if (spent && spent.runs >= window.limit) return this.later(tenant, head, window.end, window.reason);
     }
     return true;
   }

@@ -4,6 +4,7 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import { RUN_DUE, type RunEngine } from "./engine";
 import type { FlowGate } from "./flow-gate";
+import { overBudget } from "./flow-control.logic";
 import type { RunDoc } from "./run-doc";
 import { runView, type RunView } from "./run-view.logic";
 import type { WorkflowsStoreVars } from "./workflows.store";
@@ -24,8 +25,12 @@ export interface RunStartsVars extends WorkflowsStoreVars {
   flowGate: FlowGate;
 }
 export interface RunStartsMethods {
-  /** Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the engine. */
-  startApiRun(tenant: Required<Tenant>, run: RunDoc): Promise<RunView>;
+  /**
+   * Stores a run started through the API (counted against RUN_STARTS_PER_MINUTE) and wakes the
+   * engine. Over the budget: 429, or with `queue` (a run already accepted, such as an inbound
+   * request's) stored queued until a minute has room for it.
+   */
+  startApiRun(tenant: Required<Tenant>, run: RunDoc, queue?: boolean): Promise<RunView>;
   /** The budget of RUN_STARTS_PER_MINUTE of the minute `now` falls in: every way of starting a run counts against it. */
   startsBudget(tenant: Required<Tenant>, now: number): Budget;
   /** Creates the budget `id`, unless it exists. */
@@ -52,7 +57,7 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
       return { id: `starts/${tenant.org_id}/${tenant.environment}/${minute}`, limit, expiresAt: minute + 60 * MINUTE_MS };
     },
 
-    async startApiRun(tenant, run) {
+    async startApiRun(tenant, run, queue = false) {
       // The platform's clock: a test's own in tests (shared/runtime/clock.ts).
       // A run's documents are counted, not checked, as they are written (the engine's writes must go
       // on): a tenant at its storage quota is refused new runs here instead.
@@ -72,6 +77,11 @@ export const RunStartsMixin: Partial<ServiceSchema<PlatformSettings, RunStartsMe
         counted = (await this.startCounted(tenant, [budget], claimed ?? run, held)) === null;
       } finally {
         if (claimed && !counted) this.engine.unreserve(run);
+      }
+      if (!counted && queue && run.debounce_key === undefined) {
+        const waiting = overBudget(run, limit, minute + MINUTE_MS, now);
+        await this.startCounted(tenant, [], waiting, true);
+        return runView(waiting);
       }
       if (!counted) {
         throw new ApiError(

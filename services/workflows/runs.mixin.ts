@@ -325,6 +325,8 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       runs: this.runs,
       budgets: this.budgets,
       atomically: (writes) => this.store.atomically(writes),
+      startsBudget: (tenant, now) => this.startsBudget(tenant, now),
+      clock: () => this.settings.clock.now(),
       due: (run) => void this.broker.emit(RUN_DUE, { id: run.id, org_id: run.org_id, environment: run.environment }).catch(() => undefined),
       logger: this.logger,
     });

@@ -609,7 +609,7 @@ export interface Run {
   /** Cancelled by `cancel_on`: the event that matched. */
   cancel_event_id?: string | null;
   /** While the run waits `queued` behind its workflow's flow control: `concurrency` or `throttle`; null otherwise. */
-  queued_reason?: "concurrency" | "throttle" | "debounce" | null;
+  queued_reason?: "concurrency" | "throttle" | "debounce" | "start_budget" | null;
   /** The flow-control key the run counts under (its workflow's key template over its input), or null. */
   flow_key?: string | null;
   /** The message of the stop step that ended the run, or null. */

@@ -270,7 +270,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
       queued_reason: {
         type: ["string", "null"],
-        enum: ["concurrency", "throttle", "debounce", null],
+        enum: ["concurrency", "throttle", "debounce", "start_budget", null],
         description: "While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise",
       },
       flow_key: {
