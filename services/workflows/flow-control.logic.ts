@@ -4,6 +4,7 @@ import type { FlowConcurrency, FlowDebounce, FlowThrottle } from "../../shared/a
 import { checkTemplates, type Fault } from "./expressions/check";
 import { render } from "./templates";
 import type { RunDoc } from "./run-doc";
+import type { RunWrite } from "./run-write.logic";
 
 /**
  * Flow control per key (docs/workflows/README.md, "Flow control"): a workflow's `concurrency`
@@ -207,5 +208,19 @@ export function overBudget(run: RunDoc, startsLimit: number, nextMinute: number,
     held_at: run.held_at ?? nowMs,
     release_at: nextMinute,
     queued_reason: "start_budget",
+  };
+}
+
+/**
+ * A retry's write (run-decisions.logic.ts `retry`) for a run under concurrency or throttle: held
+ * again, at the end of its key's line, instead of due at once (it would pass its key's limit).
+ */
+export function heldAgain(run: RunDoc, write: RunWrite, nowMs: number): RunWrite {
+  if (!run.flow_key || (run.flow?.concurrency === undefined && run.flow?.throttle === undefined)) return write;
+  const { due_at: _due, ...set } = write.set;
+  return {
+    ...write,
+    set: { ...set, held_at: nowMs, release_at: nowMs, queued_reason: run.flow.concurrency !== undefined ? "concurrency" : "throttle" },
+    unset: { ...write.unset, due_at: true },
   };
 }

@@ -27,7 +27,7 @@ export const runView = ({
   root_run_id: _rr,
   depth: _dp,
   wakes_parent_at: _wp,
-  flow: _fl,
+  flow,
   held_at: _ha,
   release_at: _ra,
   debounce_key: _dk,
@@ -48,7 +48,9 @@ export const runView = ({
   parent: view.parent ?? null,
   queued_reason: queued_reason ?? null,
   // Stored after its workflow's id (the key is the workflow's own).
-  flow_key: flow_key === undefined || flow_key === null ? null : flow_key.slice(flow_key.indexOf("/") + 1),
+  // A run held only for the start budget has no key of its own.
+  flow_key:
+    !flow_key || (flow?.concurrency === undefined && flow?.throttle === undefined) ? null : flow_key.slice(flow_key.indexOf("/") + 1),
   output: view.output ?? null,
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({

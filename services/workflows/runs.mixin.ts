@@ -20,6 +20,7 @@ import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/type
 import { ChildRuns } from "./child-runs";
 import { RUN_DUE, RunEngine } from "./engine";
 import { FlowGate } from "./flow-gate";
+import { heldAgain } from "./flow-control.logic";
 import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
 import { approve, cancel, reject, rerun, retry, type Decider } from "./run-decisions.logic";
@@ -142,7 +143,12 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       async handler(ctx: Ctx<RunParams>): Promise<RunView> {
         const tenant = tenantOf(ctx);
         await this.ownWorkflow(tenant, ctx.params.id);
-        return this.decide(tenant, ctx.params, retry);
+        // Under flow control, it goes back to the end of its key's line (flow-control.logic.ts).
+        const view = await this.decide(tenant, ctx.params, (run, now) => heldAgain(run, retry(run, now), now));
+        const stored = await this.runs.get(tenant, view.id);
+        if (stored?.held_at === undefined || !stored.flow_key) return view;
+        await this.flowGate.pump(tenant, stored.flow_key);
+        return runView((await this.runs.get(tenant, view.id)) ?? stored);
       },
     },
 

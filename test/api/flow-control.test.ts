@@ -79,6 +79,25 @@ describe("concurrency per key", () => {
     expect(target.most.get("c")).toBe(1);
   });
 
+  it("a retried run goes back to the end of its key's line", async () => {
+    const wf = await flowWorkflow({ concurrency: { limit: 1 } });
+    target.mostOverall = 0;
+    const failed = await start(wf, { customer: "f" });
+    await waitFor("the first in flight", () => target.open.get("f") === 1);
+    target.release(500);
+    expect((await ended(wf, failed)).status).toBe("failed");
+    const busy = await start(wf, { customer: "g" });
+    await waitFor("the second in flight", () => target.open.get("g") === 1);
+    const retried = await call("POST", `/workflows/${wf}/runs/${failed}/retry`);
+    expect(retried.status).toBe(200);
+    expect(retried.body.data).toMatchObject({ status: "queued", queued_reason: "concurrency", attempt: 2 });
+    await waitFor("both to end", async () => {
+      target.release();
+      return (await getRun(wf, failed)).status === "succeeded" && (await getRun(wf, busy)).status === "succeeded";
+    });
+    expect(target.mostOverall).toBe(1);
+  });
+
   it("refuses a bad concurrency or throttle naming the field", async () => {
     const base = { name: "x", trigger: { type: "manual" }, steps: [{ id: "s", type: "set", output: 1 }] };
     const cases: [unknown, string][] = [

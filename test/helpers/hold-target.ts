@@ -15,8 +15,8 @@ export interface HoldTarget {
   mostOverall: number;
   /** Every request's key and run (`key/run`), in arrival order. */
   arrivals: string[];
-  /** Answers every request open now (200). */
-  release(): number;
+  /** Answers every request open now (200, or `status`). */
+  release(status?: number): number;
   close(): Promise<void>;
 }
 
@@ -44,9 +44,9 @@ export async function startHoldTarget(): Promise<HoldTarget> {
       });
     });
   });
-  target.release = () => {
+  target.release = (status = 200) => {
     const answered = held.splice(0);
-    for (const { res } of answered) res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    for (const { res } of answered) res.writeHead(status, { "content-type": "application/json" }).end("{}");
     recount();
     return answered.length;
   };
