@@ -65,8 +65,8 @@ async function workflowsNode(name: string): Promise<NodeProc> {
 
 describe("concurrency per key across nodes", () => {
   it("never runs two of one key at once, and loses none, with a node SIGKILLed mid-run", async () => {
+    // w1 alone takes the first runs; w2 joins, then w1 is killed with them in flight.
     const first = await workflowsNode("w1");
-    await workflowsNode("w2");
     const created = await api(gw, "POST", "/workflows", {
       key: admin,
       body: {
@@ -87,6 +87,8 @@ describe("concurrency per key across nodes", () => {
         ids.push(res.body.data.id);
       }
     await waitFor("one run of each key in flight", () => target.open.get("a") === 1 && target.open.get("b") === 1, 30_000);
+    const inFlight = [...target.arrivals];
+    await workflowsNode("w2");
     await first.kill("SIGKILL");
     // Each request answered as it comes (a run the killed node held comes again from w2).
     let statuses: string[] = [];
@@ -106,5 +108,7 @@ describe("concurrency per key across nodes", () => {
     // None lost: each run reached the target and succeeded.
     for (const id of ids) expect(target.arrivals.some((a) => a.endsWith(`/${id}`))).toBe(true);
     expect(statuses).toEqual(ids.map(() => "succeeded"));
+    // The runs w1 was driving were sent again by w2 once their claims lapsed.
+    for (const arrival of inFlight) expect(target.arrivals.filter((a) => a === arrival).length).toBeGreaterThanOrEqual(2);
   });
 });
