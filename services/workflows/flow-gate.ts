@@ -113,7 +113,8 @@ export class FlowGate {
     if (flow.concurrency !== undefined) {
       const unfinished = await this.o.runs.count(
         tenant,
-        { flow_key: flowKey, status: { $in: UNFINISHED }, held_at: { $exists: false } },
+        // Neither held nor pending a debounce: let go.
+        { flow_key: flowKey, status: { $in: UNFINISHED }, held_at: { $exists: false }, debounce_key: { $exists: false } },
         { limit: flow.concurrency },
       );
       if (unfinished >= flow.concurrency) return this.later(tenant, head, now + RECHECK_MS, "concurrency");

@@ -206,4 +206,28 @@ describe("debounce per key", () => {
     expect(Date.parse(done.steps[0].started_at) - firstAt).toBeLessThan(1500 + 1500);
     expect(Date.parse(done.steps[0].started_at) - firstAt).toBeGreaterThanOrEqual(1400);
   });
+
+  it("a debounced run under concurrency, once its burst ends, waits its turn in its key's line", async () => {
+    const res = await call("POST", "/workflows", {
+      name: "debounced, one at a time",
+      trigger: { type: "manual" },
+      concurrency: { limit: 1 },
+      debounce: { period_ms: 300, key: "{{ input.customer }}" },
+      steps: [{ id: "call", type: "http", method: "POST", url: `${target.url}/{{ input.customer }}/{{ run.id }}` }],
+    });
+    expect(res.status).toBe(201);
+    const wf = res.body.data.id;
+    target.mostOverall = 0;
+    const first = await start(wf, { customer: "p" });
+    await waitFor("the first in flight", () => target.open.get("p") === 1);
+    // A burst of another key stays pending, then waits behind the running one.
+    const second = await start(wf, { customer: "q" });
+    expect((await getRun(wf, second)).queued_reason).toBe("debounce");
+    await waitFor("the second to wait its turn", async () => (await getRun(wf, second)).queued_reason === "concurrency");
+    await waitFor("both to end", async () => {
+      target.release();
+      return (await getRun(wf, first)).status === "succeeded" && (await getRun(wf, second)).status === "succeeded";
+    });
+    expect(target.mostOverall).toBe(1);
+  });
 });
