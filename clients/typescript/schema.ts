@@ -2010,7 +2010,7 @@ export interface components {
       /** @description Runs of one key started per period, at most */
       limit: number;
       period_ms: number;
-      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, the same template */
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, it may differ from its key */
       key?: string;
     };
     /**
@@ -4608,9 +4608,9 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
-          concurrency?: components["schemas"]["FlowConcurrency"];
-          throttle?: components["schemas"]["FlowThrottle"];
-          debounce?: components["schemas"]["FlowDebounce"];
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };
@@ -4723,9 +4723,9 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
-          concurrency?: components["schemas"]["FlowConcurrency"];
-          throttle?: components["schemas"]["FlowThrottle"];
-          debounce?: components["schemas"]["FlowDebounce"];
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };

@@ -3,7 +3,7 @@ import { invalidParam } from "../../shared/errors";
 import type { FlowConcurrency, FlowDebounce, FlowThrottle } from "../../shared/api/wire";
 import { checkTemplates, type Fault } from "./expressions/check";
 import { render } from "./templates";
-import type { RunDoc } from "./run-doc";
+import type { RunDoc, RunFlow } from "./run-doc";
 import type { RunWrite } from "./run-write.logic";
 
 /**
@@ -24,16 +24,6 @@ export const KEY_TEMPLATE_MAX_CHARS = 1000;
 /** Why a held run waits, as the run shows it (`queued_reason`). */
 export type QueuedReason = "concurrency" | "throttle" | "debounce" | "start_budget";
 export const DEBOUNCE_MAX_MS = 7 * 24 * 60 * 60 * 1000;
-
-/** What a held run carries of its workflow's flow control, as it was when it started. */
-export interface RunFlow {
-  concurrency?: number;
-  /** A debounced run: its burst's period (a start within it of the last joins the pending run). */
-  debounce_ms?: number;
-  throttle?: { limit: number; period_ms: number };
-  /** A run accepted over RUN_STARTS_PER_MINUTE: counted against the minute it goes in, at most this many per minute. */
-  starts?: number;
-}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const fault: Fault = (field, message) => invalidParam(field, `${field}: ${message}`);
@@ -108,7 +98,7 @@ export function checkDebounce(raw: unknown): FlowDebounce | undefined {
   checkFields("debounce", raw, ["period_ms", "key", "max_wait_ms"]);
   const period_ms = integer("debounce.period_ms", raw.period_ms, THROTTLE_PERIOD_MIN_MS, DEBOUNCE_MAX_MS);
   const max_wait_ms =
-    raw.max_wait_ms === undefined ? undefined : integer("debounce.max_wait_ms", raw.max_wait_ms, period_ms, DEBOUNCE_MAX_MS);
+    raw.max_wait_ms === undefined ? undefined : integer("debounce.max_wait_ms", raw.max_wait_ms, THROTTLE_PERIOD_MIN_MS, DEBOUNCE_MAX_MS);
   const key = keyTemplate("debounce.key", raw.key);
   return { period_ms, ...(max_wait_ms !== undefined && { max_wait_ms }), ...(key !== undefined && { key }) };
 }
@@ -139,8 +129,8 @@ export function debounceReleased(run: RunDoc, nowMs: number) {
 }
 
 /**
- * A new run of `workflow`, held (as it is when the workflow has no flow control). One key per run:
- * the concurrency's key template, else the throttle's (both given: they must be the same template).
+ * A new run of `workflow`, held (as it is when the workflow has no flow control). Its line is the
+ * concurrency's key, else the throttle's; a throttle over another key counts under its own.
  */
 export function held(run: RunDoc, workflow: FlowWorkflow, nowMs: number): RunDoc {
   const { concurrency, throttle, debounce } = workflow;
@@ -160,7 +150,14 @@ export function held(run: RunDoc, workflow: FlowWorkflow, nowMs: number): RunDoc
   const key = keyOf(concurrency?.key ?? throttle?.key, run.input);
   const flow: RunFlow = {
     ...(concurrency && { concurrency: concurrency.limit }),
-    ...(throttle && { throttle: { limit: throttle.limit, period_ms: throttle.period_ms } }),
+    // A throttle over another key than the run's line counts its starts under that key.
+    ...(throttle && {
+      throttle: {
+        limit: throttle.limit,
+        period_ms: throttle.period_ms,
+        ...(concurrency && (throttle.key ?? "") !== (concurrency.key ?? "") && { key: `${workflow.id}/${keyOf(throttle.key, run.input)}` }),
+      },
+    }),
   };
   const line = {
     flow_key: `${workflow.id}/${key}`,
@@ -174,7 +171,7 @@ export function held(run: RunDoc, workflow: FlowWorkflow, nowMs: number): RunDoc
   return { ...rest, ...waiting, ...pending, flow: { ...line.flow, ...pending.flow } };
 }
 
-/** A workflow's `concurrency` and `throttle`, checked; both given, one key for both (one gate orders the runs). */
+/** A workflow's `concurrency`, `throttle` and `debounce`, checked. */
 export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown; debounce?: unknown }): {
   concurrency?: FlowConcurrency;
   throttle?: FlowThrottle;
@@ -183,8 +180,6 @@ export function checkFlow(raw: { concurrency?: unknown; throttle?: unknown; debo
   const concurrency = checkConcurrency(raw.concurrency);
   const throttle = checkThrottle(raw.throttle);
   const debounce = checkDebounce(raw.debounce);
-  if (concurrency && throttle && (concurrency.key ?? "") !== (throttle.key ?? ""))
-    throw fault("throttle.key", "must be the same template as concurrency.key when a workflow has both");
   return { ...(concurrency && { concurrency }), ...(throttle && { throttle }), ...(debounce && { debounce }) };
 }
 

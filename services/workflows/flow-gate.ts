@@ -132,8 +132,9 @@ export class FlowGate {
     const windows: { id: string; limit: number; end: number; reason: QueuedReason }[] = [];
     if (flow.throttle) {
       const window = windowOf(flow.throttle.period_ms, now);
-      windows.push({ id: `throttle/${flowKey}/${window.start}`, limit: flow.throttle.limit, end: window.end, reason: "throttle" });
-      await this.open(tenant, `throttle/${flowKey}/${window.start}`, window.end + RECHECK_MS);
+      const id = `throttle/${flow.throttle.key ?? flowKey}/${window.start}`;
+      windows.push({ id, limit: flow.throttle.limit, end: window.end, reason: "throttle" });
+      await this.open(tenant, id, window.end + RECHECK_MS);
     }
     if (flow.starts !== undefined) {
       const minuteNow = this.o.clock();

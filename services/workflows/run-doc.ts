@@ -1,10 +1,20 @@
 import type { CancelOn, Run, Step } from "../../shared/api/wire";
-import type { RunFlow } from "./flow-control.logic";
 
 export interface OutboxEvent {
   id: string;
   type: string;
   data: Record<string, unknown>;
+}
+
+/** What a run of a workflow with flow control carries of it, as it was when the run started (flow-control.logic.ts). */
+export interface RunFlow {
+  concurrency?: number;
+  /** The throttle, and its key when it is not the run's `flow_key`. */
+  throttle?: { limit: number; period_ms: number; key?: string };
+  /** A debounced run: its burst's period (a start within it of the last joins the pending run). */
+  debounce_ms?: number;
+  /** A run accepted over RUN_STARTS_PER_MINUTE: counted against the minute it goes in, at most this many per minute. */
+  starts?: number;
 }
 
 /** A run as stored: what the API shows (shared/api/wire.ts) and the fields that run it. */

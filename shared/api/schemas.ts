@@ -81,9 +81,9 @@ RESOURCES.WebhookWithSecret = withSecret(
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "workflows.create": {
     trigger: ref("Trigger"),
-    concurrency: ref("FlowConcurrency"),
-    throttle: ref("FlowThrottle"),
-    debounce: ref("FlowDebounce"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -92,9 +92,9 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   },
   "workflows.validate": {
     trigger: ref("Trigger"),
-    concurrency: ref("FlowConcurrency"),
-    throttle: ref("FlowThrottle"),
-    debounce: ref("FlowDebounce"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {

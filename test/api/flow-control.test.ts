@@ -110,7 +110,8 @@ describe("concurrency per key", () => {
       [{ concurrency: "one" }, "concurrency"],
       [{ throttle: { limit: 1 } }, "throttle.period_ms"],
       [{ throttle: { limit: 1, period_ms: 10 } }, "throttle.period_ms"],
-      [{ concurrency: { limit: 1, key: "{{ input.a }}" }, throttle: { limit: 1, period_ms: 1000, key: "{{ input.b }}" } }, "throttle.key"],
+      [{ throttle: { limit: 1, period_ms: 1000, key: "{{ steps.x.output }}" } }, "throttle.key"],
+      [{ debounce: { period_ms: 1000, max_wait_ms: 50 } }, "debounce.max_wait_ms"],
     ];
     for (const [flow, param] of cases) {
       const res = await call("POST", "/workflows", { ...base, ...(flow as object) });

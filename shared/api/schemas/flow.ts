@@ -20,7 +20,7 @@ export const FLOW_RESOURCES: Record<string, JsonSchema> = {
     {
       limit: { type: "integer", minimum: 1, maximum: 10000, description: "Runs of one key started per period, at most" },
       period_ms: { type: "integer", minimum: 100, maximum: 86400000 },
-      key: { ...key, description: `${key.description as string}; with concurrency too, the same template` },
+      key: { ...key, description: `${key.description as string}; with concurrency too, it may differ from its key` },
     },
     ["key"],
     "At most `limit` starts of one key per `period_ms` window; the others wait queued (queued_reason throttle) for a later window",

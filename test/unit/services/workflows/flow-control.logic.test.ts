@@ -48,20 +48,31 @@ describe("checkFlow", () => {
     expect(paramOf(() => checkFlow({ concurrency: { limit: 1, key: "{{ steps.a.output }}" } }))).toBe("concurrency.key");
     expect(paramOf(() => checkFlow({ concurrency: { limit: 1, key: "{{ secrets.x }}" } }))).toBe("concurrency.key");
     expect(paramOf(() => checkFlow({ concurrency: { limit: 1, key: "" } }))).toBe("concurrency.key");
-    expect(
-      paramOf(() =>
-        checkFlow({ concurrency: { limit: 1, key: "{{ input.a }}" }, throttle: { limit: 1, period_ms: 100, key: "{{ input.b }}" } }),
-      ),
-    ).toBe("throttle.key");
+    expect(paramOf(() => checkFlow({ throttle: { limit: 1, period_ms: 100, key: "{{ steps.a.output }}" } }))).toBe("throttle.key");
+  });
+
+  it("counts a throttle over another key than the concurrency's under its own key", () => {
+    const run = { id: "run_1", input: { a: "x", b: "y" }, due_at: 10 } as unknown as RunDoc;
+    const wf = {
+      id: "wf_1",
+      concurrency: { limit: 1, key: "{{ input.a }}" },
+      throttle: { limit: 2, period_ms: 100, key: "{{ input.b }}" },
+    };
+    expect(held(run, wf, 10)).toMatchObject({
+      flow_key: "wf_1/x",
+      flow: { concurrency: 1, throttle: { limit: 2, period_ms: 100, key: "wf_1/y" } },
+    });
+    const same = { ...wf, throttle: { ...wf.throttle, key: "{{ input.a }}" } };
+    expect(held(run, same, 10).flow?.throttle).toEqual({ limit: 2, period_ms: 100 });
   });
 });
 
 describe("debounce", () => {
-  it("checks its period and its max wait, which may not be shorter than the period", () => {
+  it("checks its period and its max wait", () => {
     expect(checkFlow({ debounce: { period_ms: 1000, max_wait_ms: 5000, key: "{{ input.c }}" } })).toEqual({
       debounce: { period_ms: 1000, max_wait_ms: 5000, key: "{{ input.c }}" },
     });
-    expect(paramOf(() => checkFlow({ debounce: { period_ms: 1000, max_wait_ms: 999 } }))).toBe("debounce.max_wait_ms");
+    expect(paramOf(() => checkFlow({ debounce: { period_ms: 1000, max_wait_ms: 99 } }))).toBe("debounce.max_wait_ms");
     expect(paramOf(() => checkFlow({ debounce: { period_ms: 50 } }))).toBe("debounce.period_ms");
     expect(paramOf(() => checkFlow({ debounce: { period_ms: 1000, key: 1 } }))).toBe("debounce.key");
   });
