@@ -2075,6 +2075,9 @@ export interface components {
       cancel_on?: components["schemas"]["CancelOn"][];
       /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       version: number;
       /**
        * Format: date-time
@@ -2096,6 +2099,39 @@ export interface components {
       hook?: components["schemas"]["Hook"];
       /** @description The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only */
       hook_secret?: string | null;
+    };
+    /**
+     * FlowConcurrency
+     * @description At most `limit` runs of one key at once; the others wait queued (queued_reason concurrency) and start oldest first
+     */
+    FlowConcurrency: {
+      /** @description Runs of one key unfinished at once, at most */
+      limit: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
+      key?: string;
+    };
+    /**
+     * FlowThrottle
+     * @description At most `limit` starts of one key per `period_ms` window; the others wait queued (queued_reason throttle) for a later window
+     */
+    FlowThrottle: {
+      /** @description Runs of one key started per period, at most */
+      limit: number;
+      period_ms: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, it may differ from its key */
+      key?: string;
+    };
+    /**
+     * FlowDebounce
+     * @description A burst of starts of one key starts one run, with the last start's input (queued_reason debounce while the burst lasts)
+     */
+    FlowDebounce: {
+      /** @description A start within this of the last one joins its burst */
+      period_ms: number;
+      /** @description The burst's run starts at most this long after its first start */
+      max_wait_ms?: number;
+      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
+      key?: string;
     };
     /** RunStep */
     RunStep: {
@@ -2244,6 +2280,13 @@ export interface components {
        * @example evt_01jdx3kq9v7c2m5n8p4r6t0w1y
        */
       cancel_event_id?: string | null;
+      /**
+       * @description While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise
+       * @enum {string|null}
+       */
+      queued_reason?: "concurrency" | "throttle" | "debounce" | "start_budget" | null;
+      /** @description The flow-control key the run counts under (its workflow's key over its input), or null */
+      flow_key?: string | null;
       /** @description The message of the stop step that ended the run, or null */
       stop_message: string | null;
       /** @description A child run's parent: the run, the step that started it and its index there; null for other runs */
@@ -2298,6 +2341,9 @@ export interface components {
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
     };
     /** WorkflowVersion */
     WorkflowVersion: {
@@ -2316,6 +2362,9 @@ export interface components {
       /** @description Events that cancel a run not yet ended: an event of event_type whose paths equal match (templates over the run's input) */
       cancel_on?: components["schemas"]["CancelOn"][];
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       /**
        * Format: date-time
        * @example 2026-11-23T10:00:00.000Z
@@ -2608,6 +2657,9 @@ export interface components {
       cancel_on?: components["schemas"]["CancelOn"][];
       /** @description Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output) */
       output?: unknown;
+      concurrency?: components["schemas"]["FlowConcurrency"];
+      throttle?: components["schemas"]["FlowThrottle"];
+      debounce?: components["schemas"]["FlowDebounce"];
       version: number;
       /**
        * Format: date-time
@@ -4796,6 +4848,9 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };
@@ -4908,6 +4963,9 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][];
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };
@@ -5155,6 +5213,9 @@ export interface operations {
           cancel_on?: components["schemas"]["CancelOn"][] | null;
           /** @description Templates (CEL, as in steps) over every step, filled when a run succeeds: its runs' output. Null (PATCH) removes it */
           output?: unknown;
+          concurrency?: components["schemas"]["FlowConcurrency"] | null;
+          throttle?: components["schemas"]["FlowThrottle"] | null;
+          debounce?: components["schemas"]["FlowDebounce"] | null;
         };
       };
     };

@@ -123,7 +123,8 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
           ...traceOf(ctx.meta),
         };
         try {
-          const started = await this.startApiRun(tenant, run);
+          // Accepted: over RUN_STARTS_PER_MINUTE, it waits queued for a minute with room.
+          const started = await this.startApiRun(tenant, run, true);
           this.countHook(entry, "accepted");
           return { status: 202, run_id: started.id, duplicate: false, filtered: false };
         } catch (err) {

@@ -6,6 +6,17 @@ export interface OutboxEvent {
   data: Record<string, unknown>;
 }
 
+/** What a run of a workflow with flow control carries of it, as it was when the run started (flow-control.logic.ts). */
+export interface RunFlow {
+  concurrency?: number;
+  /** The throttle, and its key when it is not the run's `flow_key`. */
+  throttle?: { limit: number; period_ms: number; key?: string };
+  /** A debounced run: its burst's period (a start within it of the last joins the pending run). */
+  debounce_ms?: number;
+  /** A run accepted over RUN_STARTS_PER_MINUTE: counted against the minute it goes in, at most this many per minute. */
+  starts?: number;
+}
+
 /** A run as stored: what the API shows (shared/api/wire.ts) and the fields that run it. */
 export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   org_id: string;
@@ -45,6 +56,15 @@ export interface RunDoc extends Omit<Run, "object" | "deadline_at"> {
   parent_attempt?: number;
   /** Internal: the bulk job (bulk.mixin.ts) that last retried or cancelled it, so a batch done again acts on it once. */
   bulk_job?: string;
+  /** Internal, runs of a workflow with flow control (flow-control.logic.ts): its limits when it started. */
+  flow?: RunFlow;
+  /** Internal: while held behind its flow control, when it came (the order runs of a key go in). */
+  held_at?: number;
+  /** Internal: while held, when a node's sweep next looks at its key (flow-gate.ts). */
+  release_at?: number;
+  /** Internal, a debounced run still taking its burst's starts: `<workflow>/<key>` (unique), and when it goes at the latest. */
+  debounce_key?: string;
+  debounce_deadline?: number;
   /** Internal: the request that started it (directly or through its event) and its traceparent (shared/runtime/trace.ts). */
   request_id?: string;
   traceparent?: string;

@@ -29,6 +29,13 @@ export const runView = ({
   wakes_parent_at: _wp,
   parent_attempt: _pa,
   bulk_job: _bj,
+  flow,
+  held_at: _ha,
+  release_at: _ra,
+  debounce_key: _dk,
+  debounce_deadline: _dd,
+  flow_key,
+  queued_reason,
   ...view
 }: RunDoc): RunView => ({
   object: "run",
@@ -41,6 +48,11 @@ export const runView = ({
   timeout_ms: timeout_ms ?? null,
   deadline_at: deadline_at === undefined ? null : new Date(deadline_at).toISOString(),
   parent: view.parent ?? null,
+  queued_reason: queued_reason ?? null,
+  // Stored after its workflow's id (the key is the workflow's own).
+  // A run held only for the start budget has no key of its own.
+  flow_key:
+    !flow_key || (flow?.concurrency === undefined && flow?.throttle === undefined) ? null : flow_key.slice(flow_key.indexOf("/") + 1),
   output: view.output ?? null,
   // Runs stored before the rename counted a step's tries in `attempts`; it now lists them.
   steps: view.steps.map(({ attempts, ...step }: Omit<RunStep, "attempts"> & { attempts?: number | StepAttempt[] }) => ({

@@ -2,6 +2,7 @@ import { newId } from "../../shared/ids";
 import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import { errorOf } from "./templates";
 import { runOutput } from "./run-output.logic";
+import { held } from "./flow-control.logic";
 import type { OutboxEvent, RunDoc } from "./run-doc";
 import { iso, keep, put, written, type Clock, type RunWrite } from "./run-write.logic";
 import type { WorkflowDoc } from "./workflows.logic";
@@ -39,43 +40,48 @@ export function newRun(
   rerunOf: string | null = null,
 ): RunDoc {
   const at = new Date(nowMs).toISOString();
-  return {
-    id: newId("run"),
-    org_id: workflow.org_id,
-    environment: workflow.environment,
-    workflow_id: workflow.id,
-    workflow_version: workflow.version,
-    status: "queued",
-    input,
-    steps: workflow.steps.map((s) => ({
-      id: s.id,
-      type: s.type,
-      status: "pending",
-      output: null,
-      error: null,
-      attempt_count: 0,
-      started_at: null,
+  // Held behind its workflow's flow control, if it has one (flow-control.logic.ts).
+  return held(
+    {
+      id: newId("run"),
+      org_id: workflow.org_id,
+      environment: workflow.environment,
+      workflow_id: workflow.id,
+      workflow_version: workflow.version,
+      status: "queued",
+      input,
+      steps: workflow.steps.map((s) => ({
+        id: s.id,
+        type: s.type,
+        status: "pending",
+        output: null,
+        error: null,
+        attempt_count: 0,
+        started_at: null,
+        finished_at: null,
+      })),
+      trigger,
+      attempt: 1,
+      rerun_of: rerunOf,
+      pending_approval: null,
+      created_at: at,
+      updated_at: at,
       finished_at: null,
-    })),
-    trigger,
-    attempt: 1,
-    rerun_of: rerunOf,
-    pending_approval: null,
-    created_at: at,
-    updated_at: at,
-    finished_at: null,
-    definition: workflow.steps,
-    cursor: 0,
-    rev: 0,
-    due_at: nowMs,
-    outbox: [],
-    ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
-    ...(chainDepth > 0 && { chain_depth: chainDepth }),
-    ...(chainRoot !== undefined && { chain_root: chainRoot }),
-    ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
-    ...(workflow.cancel_on && workflow.cancel_on.length > 0 && { cancel_on: workflow.cancel_on }),
-    ...(workflow.output !== undefined && { output_template: workflow.output }),
-  };
+      definition: workflow.steps,
+      cursor: 0,
+      rev: 0,
+      due_at: nowMs,
+      outbox: [],
+      ...(trigger.type === "event" && { trigger_key: `${workflow.id}/${trigger.event_id}` }),
+      ...(chainDepth > 0 && { chain_depth: chainDepth }),
+      ...(chainRoot !== undefined && { chain_root: chainRoot }),
+      ...(workflow.timeout_ms && { deadline_at: nowMs + workflow.timeout_ms, timeout_ms: workflow.timeout_ms }),
+      ...(workflow.cancel_on && workflow.cancel_on.length > 0 && { cancel_on: workflow.cancel_on }),
+      ...(workflow.output !== undefined && { output_template: workflow.output }),
+    },
+    workflow,
+    nowMs,
+  );
 }
 
 /** The decided approval steps of a run, as its workflow.completed tells them. */

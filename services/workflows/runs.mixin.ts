@@ -19,6 +19,8 @@ import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Filter, type Tenant } from "../../shared/storage/types";
 import { ChildRuns } from "./child-runs";
 import { RUN_DUE, RunEngine } from "./engine";
+import { FlowGate } from "./flow-gate";
+import { heldAgain } from "./flow-control.logic";
 import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
 import { approve, cancel, reject, retry, type Decider } from "./run-decisions.logic";
@@ -58,6 +60,7 @@ const INPUT_MAX_BYTES = 64 * 1024;
 /** The store's collections and outbox (workflows.store.ts), and what the runs keep. */
 export interface RunsVars extends WorkflowsStoreVars {
   engine: RunEngine;
+  flowGate: FlowGate;
   pruner: Pruner;
   /** Runs that ended, counted per workflow, hour and day (see shared/records/outcomes.ts). */
   tally: Tally<RunOutcomeRow>;
@@ -147,7 +150,12 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       async handler(ctx: Ctx<RunParams>): Promise<RunView> {
         const tenant = tenantOf(ctx);
         await this.ownWorkflow(tenant, ctx.params.id);
-        return this.decide(tenant, ctx.params, retry);
+        // Under flow control, it goes back to the end of its key's line (flow-control.logic.ts).
+        const view = await this.decide(tenant, ctx.params, (run, now) => heldAgain(run, retry(run, now), now));
+        const stored = await this.runs.get(tenant, view.id);
+        if (stored?.held_at === undefined || !stored.flow_key) return view;
+        await this.flowGate.pump(tenant, stored.flow_key);
+        return runView((await this.runs.get(tenant, view.id)) ?? stored);
       },
     },
 
@@ -325,15 +333,27 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       }),
       ended: ({ org_id, environment, data, created_at }, run) => {
         this.forgetWaits(run);
+        // Its key has room now: the oldest run held behind it goes.
+        if (run.flow_key) void this.flowGate.pump({ org_id, environment: run.environment }, run.flow_key);
         this.tally.add(runRowsOf({ org_id, environment, workflow_id: String(data.workflow_id) }, created_at), { [String(data.status)]: 1 });
         this.metrics.increment("runsFinished", { status: String(data.status) });
       },
+    });
+    this.flowGate = new FlowGate({
+      runs: this.runs,
+      budgets: this.budgets,
+      atomically: (writes) => this.store.atomically(writes),
+      startsBudget: (tenant, now) => this.startsBudget(tenant, now),
+      clock: () => this.settings.clock.now(),
+      due: (run) => void this.broker.emit(RUN_DUE, { id: run.id, org_id: run.org_id, environment: run.environment }).catch(() => undefined),
+      logger: this.logger,
     });
     this.pruner = new Pruner("finished runs", (now, control) => this.pruneRuns(now, control), this.logger);
   },
 
   started() {
     this.engine.start();
+    this.flowGate.start();
     this.pruner.start();
     if (this.metrics.enabled) {
       const measure = () => void this.measureRuns().catch((err: unknown) => this.logger.debug("measuring runs failed", err));
@@ -346,6 +366,7 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
   /** Finishes the steps in flight and hands their runs back for any node to go on. */
   async stopped() {
     clearInterval(this.gauges);
+    this.flowGate.stop();
     await Promise.all([this.engine.stop(), this.pruner.stop()]);
     await this.tally.flush();
   },

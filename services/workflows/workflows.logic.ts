@@ -125,6 +125,9 @@ export const versionOf = (doc: WorkflowDoc, by: Actor | null): WorkflowVersionDo
   timeout_ms: doc.timeout_ms ?? null,
   ...(doc.cancel_on && { cancel_on: doc.cancel_on }),
   ...(doc.output !== undefined && { output: doc.output }),
+  ...(doc.concurrency && { concurrency: doc.concurrency }),
+  ...(doc.throttle && { throttle: doc.throttle }),
+  ...(doc.debounce && { debounce: doc.debounce }),
   created_at: doc.updated_at,
   created_by: by,
 });

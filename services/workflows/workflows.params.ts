@@ -18,8 +18,29 @@ const cancel_on = { type: "any", optional: true } as const;
 /** Templates over the steps (workflows.logic.ts `checkOutput`); null or absent: none. */
 const output = { type: "any", optional: true, nullable: true } as const;
 
-export const createParams = { $$strict: true, name, description, status, trigger, steps, timeout_ms, cancel_on, output } as const;
+/** Flow control (flow-control.logic.ts), checked in the logic to name the field; null or absent: none. */
+const concurrency = { type: "any", optional: true, nullable: true } as const;
+const throttle = { type: "any", optional: true, nullable: true } as const;
+const debounce = { type: "any", optional: true, nullable: true } as const;
+
+export const createParams = {
+  $$strict: true,
+  name,
+  description,
+  status,
+  trigger,
+  steps,
+  timeout_ms,
+  cancel_on,
+  output,
+  concurrency,
+  throttle,
+  debounce,
+} as const;
 export interface CreateParams {
+  concurrency?: unknown;
+  throttle?: unknown;
+  debounce?: unknown;
   output?: unknown;
   name: string;
   description?: string | null;
@@ -53,8 +74,14 @@ export const updateParams = {
   // null removes it.
   cancel_on: { ...cancel_on, nullable: true },
   output,
+  concurrency,
+  throttle,
+  debounce,
 } as const;
 export interface UpdateParams {
+  concurrency?: unknown;
+  throttle?: unknown;
+  debounce?: unknown;
   output?: unknown;
   id: string;
   name?: string;

@@ -18,6 +18,7 @@ import { SecretsMixin } from "./secrets.mixin";
 import { TriggersMixin } from "./triggers.mixin";
 import { checkCancelOn } from "./waits.logic";
 import { namedWorkflows } from "./fan-out.check";
+import { checkFlow } from "./flow-control.logic";
 import { WaitsMixin } from "./waits.mixin";
 import { HooksMixin, type HooksMethods } from "./hooks.mixin";
 import { planHook } from "./hooks.logic";
@@ -85,6 +86,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const steps = await this.checkedSteps(ctx.params.steps, tenant);
         const cancelOn = checkCancelOn(ctx.params.cancel_on);
         const output = checkOutput(ctx.params.output, steps);
+        const flow = checkFlow(ctx.params);
         const quota = {
           counters: this.quota,
           tenant,
@@ -107,6 +109,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           timeout_ms: ctx.params.timeout_ms ?? null,
           ...(cancelOn && { cancel_on: cancelOn }),
           ...(output !== undefined && { output }),
+          ...flow,
           version: 1,
           created_at: at,
           updated_at: at,
@@ -134,6 +137,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
         const steps = await this.checkedSteps(ctx.params.steps, tenantOf(ctx));
         const cancelOn = checkCancelOn(ctx.params.cancel_on);
         const output = checkOutput(ctx.params.output, steps);
+        const flow = checkFlow(ctx.params);
         return {
           object: "workflow_definition",
           name: ctx.params.name,
@@ -144,6 +148,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           timeout_ms: ctx.params.timeout_ms ?? null,
           ...(cancelOn && { cancel_on: cancelOn }),
           ...(output !== undefined && { output }),
+          ...flow,
         };
       },
     },
@@ -204,6 +209,18 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
             : undefined;
         if (ctx.params.output === null) unset.output = true;
         if (output !== undefined && ctx.params.output !== null) set.output = output;
+        // Flow control: null removes it; both are checked as they will be (one key for both).
+        if (ctx.params.concurrency !== undefined || ctx.params.throttle !== undefined || ctx.params.debounce !== undefined) {
+          const flow = checkFlow({
+            concurrency: ctx.params.concurrency === undefined ? current.concurrency : ctx.params.concurrency,
+            throttle: ctx.params.throttle === undefined ? current.throttle : ctx.params.throttle,
+            debounce: ctx.params.debounce === undefined ? current.debounce : ctx.params.debounce,
+          });
+          for (const field of ["concurrency", "throttle", "debounce"] as const) {
+            if (flow[field]) set[field] = flow[field] as never;
+            else if (current[field]) unset[field] = true;
+          }
+        }
         // A new trigger or status reschedules from now (what the ticks recorded is kept).
         if (trigger !== undefined || status !== undefined) {
           const schedule = scheduleOf(

@@ -64,6 +64,12 @@ export const STORE = declareStore({
       { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },
       // A tenant's most overdue run, claimed in its turn (tenant-slots.ts).
       { fields: { org_id: 1, environment: 1, due_at: 1 } },
+      // Flow control (flow-gate.ts): a key's oldest held run, and its runs let go that have not ended
+      // (a bounded count); then the held runs a node's sweep must look at, across tenants.
+      { fields: { flow_key: 1, status: 1, held_at: 1 }, sparse: true },
+      { fields: { release_at: 1, org_id: 1, environment: 1 }, sparse: true },
+      // A debounced key's pending run, one at most (flow-control.logic.ts).
+      { fields: { debounce_key: 1 }, unique: true, sparse: true },
       // Runs by status across tenants, for the metrics' bounded counts (unfinished ones only are counted).
       { fields: { status: 1, due_at: 1 } },
       ...RUN_RETENTION_INDEXES,

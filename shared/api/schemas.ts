@@ -9,7 +9,7 @@
  */
 import { SCOPE_NAMES } from "./scopes";
 import { ANALYTICS_RESOURCES } from "./schemas/analytics";
-import { anyObject, COMMON_RESOURCES, date, instant, type JsonSchema, ref, time, withSecret } from "./schemas/common";
+import { anyObject, COMMON_RESOURCES, date, instant, type JsonSchema, ref, refOrNull, time, withSecret } from "./schemas/common";
 import { CUSTOM_EVENT_TYPE, EVENT_RESOURCES, EVENT_TYPE } from "./schemas/events";
 import { AUDIT_RESOURCES, ORG_RESOURCES } from "./schemas/orgs";
 import { cancelOn, STEP_RESOURCES, steps } from "./schemas/steps";
@@ -83,6 +83,9 @@ RESOURCES.WebhookWithSecret = withSecret(
 export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   "workflows.create": {
     trigger: ref("Trigger"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -91,6 +94,9 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   },
   "workflows.validate": {
     trigger: ref("Trigger"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: cancelOn,
     output: {
@@ -99,6 +105,9 @@ export const REQUEST_RULES: Record<string, Record<string, JsonSchema>> = {
   },
   "workflows.update": {
     trigger: ref("Trigger"),
+    concurrency: refOrNull("FlowConcurrency"),
+    throttle: refOrNull("FlowThrottle"),
+    debounce: refOrNull("FlowDebounce"),
     steps,
     cancel_on: { ...cancelOn, type: ["array", "null"] },
     output: {

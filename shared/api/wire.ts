@@ -425,6 +425,26 @@ export interface ParallelStep extends StepCommon {
 export type Step =
   HttpStep | DelayStep | ApprovalStep | EmitStep | StopStep | SetStep | WaitForEventStep | RunWorkflowStep | MapStep | ParallelStep;
 
+/** At most `limit` runs of one key unfinished at once; the others wait `queued` (docs/workflows/README.md#flow-control). */
+export interface FlowConcurrency {
+  limit: number;
+  /** A template over the run's input (absent: one key for the whole workflow). */
+  key?: string;
+}
+/** At most `limit` runs of one key started per `period_ms`; the others wait `queued` for the next window. */
+export interface FlowThrottle {
+  limit: number;
+  period_ms: number;
+  key?: string;
+}
+
+/** A burst of starts of one key (each within `period_ms` of the last) starts one run, with the last input, at most `max_wait_ms` after the first. */
+export interface FlowDebounce {
+  period_ms: number;
+  max_wait_ms?: number;
+  key?: string;
+}
+
 export interface Workflow {
   object: "workflow";
   id: string;
@@ -440,6 +460,12 @@ export interface Workflow {
   cancel_on?: CancelOn[];
   /** Templates over the run's steps, filled when a run succeeds: its runs' `output` (absent: the last succeeded step's output). */
   output?: unknown;
+  /** Runs per key at once (absent: no limit). */
+  concurrency?: FlowConcurrency;
+  /** Starts per key per period (absent: no limit). */
+  throttle?: FlowThrottle;
+  /** One run per burst of starts of a key (absent: every start is a run). */
+  debounce?: FlowDebounce;
   version: number;
   created_at: string;
   updated_at: string;
@@ -489,7 +515,7 @@ export interface ScheduleBackfill {
 /** POST /workflows/validate: a definition as POST /workflows would store it (its defaults filled in). */
 export type WorkflowDefinition = { object: "workflow_definition" } & Pick<
   Workflow,
-  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on" | "output"
+  "name" | "description" | "status" | "trigger" | "steps" | "timeout_ms" | "cancel_on" | "output" | "concurrency" | "throttle" | "debounce"
 >;
 
 /** The answers to POST /workflows and its rotate-secret, the only ones that hold the signing secret of its http steps. */
@@ -606,6 +632,10 @@ export interface Run {
   cancel_reason?: "requested" | "workflow_deleted" | "cancel_on" | "parent_ended" | null;
   /** Cancelled by `cancel_on`: the event that matched. */
   cancel_event_id?: string | null;
+  /** While the run waits `queued` behind its workflow's flow control: `concurrency` or `throttle`; null otherwise. */
+  queued_reason?: "concurrency" | "throttle" | "debounce" | "start_budget" | null;
+  /** The flow-control key the run counts under (its workflow's key template over its input), or null. */
+  flow_key?: string | null;
   /** The message of the stop step that ended the run, or null. */
   stop_message?: string | null;
   /** Its workflow's `timeout_ms` when the run started, or null: no limit. */
@@ -636,6 +666,9 @@ export interface WorkflowVersion {
   timeout_ms?: number | null;
   cancel_on?: CancelOn[];
   output?: unknown;
+  concurrency?: FlowConcurrency;
+  throttle?: FlowThrottle;
+  debounce?: FlowDebounce;
   created_at: string;
   created_by: Actor | null;
 }

@@ -2,6 +2,7 @@
 import { RUN_STATUSES } from "../wire";
 import { cancelOn } from "./steps";
 import { anyObject, environment, idOf, type JsonSchema, nullable, object, objectTag, ref, refOrNull, time } from "./common";
+import { FLOW_RESOURCES } from "./flow";
 import { EVENT_TYPE, EVENT_TYPE_PATTERN, SUBSCRIBABLE_EVENT_TYPE } from "./events";
 
 /** What a schedule trigger takes besides its cron or its period (defaults filled in the answers). */
@@ -164,6 +165,9 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       output: {
         description: "Templates over the steps, filled when a run succeeds: its runs' output (absent: the last succeeded step's output)",
       },
+      concurrency: ref("FlowConcurrency"),
+      throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
       version: { type: "integer", minimum: 1 },
       created_at: time,
       updated_at: time,
@@ -174,8 +178,9 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
         description: "The hook's secret, when this write made it (POST, or a PATCH to a webhook trigger): in this answer only",
       },
     },
-    ["timeout_ms", "cancel_on", "next_run_at", "output", "hook", "hook_secret"],
+    ["timeout_ms", "cancel_on", "next_run_at", "output", "hook", "hook_secret", "concurrency", "throttle", "debounce"],
   ),
+  ...FLOW_RESOURCES,
   RunStep: object(
     "RunStep",
     {
@@ -267,6 +272,15 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       cancelled_by: { ...refOrNull("Actor"), description: "Who cancelled it through the API" },
       cancel_reason: { type: ["string", "null"], enum: ["requested", "workflow_deleted", "cancel_on", "parent_ended", null] },
       cancel_event_id: { ...nullable(idOf("evt")), description: "Cancelled by the workflow's cancel_on: the event that matched" },
+      queued_reason: {
+        type: ["string", "null"],
+        enum: ["concurrency", "throttle", "debounce", "start_budget", null],
+        description: "While the run waits queued behind its workflow's flow control: which limit holds it; null otherwise",
+      },
+      flow_key: {
+        type: ["string", "null"],
+        description: "The flow-control key the run counts under (its workflow's key over its input), or null",
+      },
       stop_message: { type: ["string", "null"], description: "The message of the stop step that ended the run, or null" },
       parent: {
         oneOf: [
@@ -289,7 +303,7 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       updated_at: time,
       finished_at: nullable(time),
     },
-    ["cancelled_by", "cancel_reason", "cancel_event_id", "error"],
+    ["cancelled_by", "cancel_reason", "cancel_event_id", "error", "queued_reason", "flow_key"],
   ),
   WorkflowDefinition: object(
     "WorkflowDefinition",
@@ -303,8 +317,11 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       timeout_ms: { type: ["integer", "null"] },
       cancel_on: cancelOn,
       output: {},
+      concurrency: ref("FlowConcurrency"),
+      throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
     },
-    ["cancel_on", "output"],
+    ["cancel_on", "output", "concurrency", "throttle", "debounce"],
   ),
   WorkflowVersion: object(
     "WorkflowVersion",
@@ -320,9 +337,12 @@ export const WORKFLOW_RESOURCES: Record<string, JsonSchema> = {
       timeout_ms: { type: ["integer", "null"] },
       cancel_on: cancelOn,
       output: {},
+      concurrency: ref("FlowConcurrency"),
+      throttle: ref("FlowThrottle"),
+      debounce: ref("FlowDebounce"),
       created_at: time,
       created_by: { ...refOrNull("Actor"), description: "The key whose write made this version (null: not known)" },
     },
-    ["timeout_ms", "cancel_on", "output"],
+    ["timeout_ms", "cancel_on", "output", "concurrency", "throttle", "debounce"],
   ),
 };
