@@ -1,6 +1,7 @@
 import { describeJsonFault, findJsonFault } from "../../shared/api/json-limits";
 import type { RunWorkflowStep } from "../../shared/api/wire";
 import { boundedOutput, outputsBytes } from "./outputs";
+import { MAX_NESTING } from "./child-limits";
 import type { RunDoc } from "./run-doc";
 import { iso, PARKED, put, TERMINAL, written, type Clock, type RunWrite } from "./run-write.logic";
 import { advance, fail, newRun } from "./runs.logic";
@@ -16,9 +17,6 @@ import type { WorkflowDoc } from "./workflows.logic";
  * storing the child and recording it finds the child by that key when it is driven again, and never
  * starts a second one.
  */
-
-/** Levels of child runs under a root run. */
-export const MAX_NESTING = 5;
 
 /** The key a child is stored under: one child per parent, step, index and attempt of the parent. */
 export const childKey = (parent: RunDoc, stepId: string, index: number): string =>

@@ -1,6 +1,6 @@
 import { isDuplicate } from "../../shared/errors";
 import { isId } from "../../shared/ids";
-import type { Collection, ReadView, Tenant } from "../../shared/storage/types";
+import type { Tenant } from "../../shared/storage/types";
 import type { RunWorkflowStep } from "../../shared/api/wire";
 import {
   childDeferred,
@@ -16,35 +16,12 @@ import {
   childTimedOut,
 } from "./child-runs.logic";
 import { FanOutRuns } from "./fan-out";
+import type { Budget, ChildRunsOptions } from "./child-runs.options";
 import { TemplateError } from "./outputs";
 import { cancel } from "./run-decisions.logic";
 import type { RunDoc } from "./run-doc";
 import { TERMINAL, updateOf, type Clock, type RunWrite } from "./run-write.logic";
 import { render, scopeOf } from "./templates";
-import type { WorkflowDoc } from "./workflows.logic";
-
-/** A count of runs started against a limit (run-starts.mixin.ts). */
-interface Budget {
-  id: string;
-  limit: number;
-  expiresAt: number;
-}
-
-export interface ChildRunsOptions {
-  runs: Collection<RunDoc>;
-  workflows: ReadView<WorkflowDoc>;
-  /** The environment's budget of run starts for the minute `now` falls in (RUN_STARTS_PER_MINUTE). */
-  startsBudget: (tenant: Required<Tenant>, now: number) => Budget;
-  /** The clock the start budgets count by (the platform's: a test's own in tests). */
-  now: () => number;
-  /** Stores a run counted against each budget, all or none; null, or the budget that is spent (run-starts.mixin.ts). */
-  startCounted: (tenant: Required<Tenant>, budgets: Budget[], run: RunDoc) => Promise<Budget | null>;
-  /** Runs that may descend from one root run, and how long their budget is kept. */
-  descendantsMax: number;
-  budgetTtlMs: number;
-  /** A run is due now: a node's engine takes it (engine.ts `wake`, or the broker's RUN_DUE). */
-  wake: (id: string, tenant: Required<Tenant>) => void;
-}
 
 const tenantOf = (run: RunDoc): Required<Tenant> => ({ org_id: run.org_id, environment: run.environment });
 const UNFINISHED = ["queued", "running", "waiting"];

@@ -2,8 +2,7 @@ import { ApiError, echo, type ErrorCode } from "../../shared/errors";
 import { formatPath } from "../../shared/api/json-limits";
 import { isId } from "../../shared/ids";
 import type { MapStep, ParallelStep, Step } from "../../shared/api/wire";
-import { MAX_NESTING } from "./child-runs.logic";
-import { MAP_ITEMS_MAX } from "./fan-out.logic";
+import { MAP_ITEMS_MAX, MAX_NESTING } from "./child-limits";
 
 /**
  * `map` and `parallel` steps (docs/workflows/README.md#map), checked when written: their inline

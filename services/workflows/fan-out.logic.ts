@@ -1,4 +1,5 @@
 import type { MapStep, ParallelStep, RunStep } from "../../shared/api/wire";
+import { MAP_ITEMS_MAX } from "./child-limits";
 import { childKey } from "./child-runs.logic";
 import { boundedOutput, jsonBytes, outputsBytes, TemplateError } from "./outputs";
 import type { RunDoc } from "./run-doc";
@@ -14,8 +15,6 @@ import type { WorkflowDoc } from "./workflows.logic";
  * they are found through the `parent.run_id` index, each stored once under its key (child-runs.logic.ts).
  */
 
-/** Items one map step takes. */
-export const MAP_ITEMS_MAX = 1000;
 /** Bytes, as JSON, of a map's `results` before the rest are left out (`results_truncated`). */
 export const MAP_RESULTS_MAX_BYTES = 48 * 1024;
 

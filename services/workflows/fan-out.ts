@@ -1,7 +1,7 @@
 import { isDuplicate } from "../../shared/errors";
 import { isId } from "../../shared/ids";
 import type { Tenant } from "../../shared/storage/types";
-import type { ChildRunsOptions } from "./child-runs";
+import type { ChildRunsOptions } from "./child-runs.options";
 import { childInputFault, descendantsBudgetId, nestingFault } from "./child-runs.logic";
 import {
   fanChild,

@@ -6,12 +6,12 @@ import {
   childOf,
   childRefused,
   childStarted,
-  MAX_NESTING,
   mayHaveChildren,
   nestingFault,
   pastTimeout,
   childTimedOut,
 } from "../../../../services/workflows/child-runs.logic";
+import { MAX_NESTING } from "../../../../services/workflows/child-limits";
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 import { storedAfter } from "../../../../services/workflows/run-write.logic";
 import { newRun } from "../../../../services/workflows/runs.logic";

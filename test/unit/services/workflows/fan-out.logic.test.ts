@@ -3,12 +3,12 @@ import {
   fanChild,
   fanOutOf,
   fanWaiting,
-  MAP_ITEMS_MAX,
   MAP_RESULTS_MAX_BYTES,
   mapOutput,
   parallelOutput,
   type ChildResult,
 } from "../../../../services/workflows/fan-out.logic";
+import { MAP_ITEMS_MAX } from "../../../../services/workflows/child-limits";
 import { TemplateError } from "../../../../services/workflows/outputs";
 import type { RunDoc } from "../../../../services/workflows/run-doc";
 import { newRun } from "../../../../services/workflows/runs.logic";
