@@ -26,6 +26,7 @@ const VALID: Record<string, Record<string, unknown>> = {
   "POST /webhooks/{id}/recover": { since: "2026-01-01T00:00:00Z" },
   "POST /secrets": { name: "TOKEN", value: "v" },
   "POST /workflows/{id}/schedule/backfill": { from: "2026-01-01T00:00:00Z", to: "2026-01-01T01:00:00Z" },
+  "POST /runs/bulk": { action: "cancel", filter: { workflow_id: "wf_01jdx3aaaaaaaaaaaaaaaaaaaa" } },
   "POST /listen/{id}/attempts": { delivery_id: "del_01jdx3aaaaaaaaaaaaaaaaaaaa", event_id: "evt_1", status_code: 200, duration_ms: 1 },
 };
 const baseOf = (f: RouteField): Record<string, unknown> => VALID[f.name] ?? {};

@@ -63,9 +63,11 @@ async function runWhen(wfId: string, runId: string, what: string, done: (run: an
 
 /** Every run page the tests above opened, seen again at a phone's width by the last one. */
 const opened: string[] = [];
-const open = (wfId: string, runId: string) => {
+/** Opens a run's page and waits until it has read its steps' definitions (conditions, time limits). */
+const open = async (wfId: string, runId: string) => {
   opened.push(`#/workflows/${wfId}/runs/${runId}`);
-  return page.goto(dashboard(`#/workflows/${wfId}/runs/${runId}`));
+  await page.goto(dashboard(`#/workflows/${wfId}/runs/${runId}`));
+  await page.locator('section[data-definition="read"]').waitFor();
 };
 const step = (id: string, status: string) => page.getByRole("listitem", { name: `Step ${id}: ${status}` });
 const text = async (l: Locator) => ((await l.textContent()) ?? "").replace(/\s+/g, " ").trim();

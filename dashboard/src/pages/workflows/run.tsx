@@ -41,7 +41,8 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
   const retryable = current?.status === "failed" && !current.steps.some((s) => s.decision?.decision === "rejected") && !stopStepOf(current);
 
   return (
-    <section aria-labelledby="run-title">
+    // data-definition: whether the steps' definitions (conditions, time limits) are read yet.
+    <section aria-labelledby="run-title" data-definition={version.data ? "read" : version.error ? "missing" : "reading"}>
       <nav aria-label="Breadcrumb" class="crumbs">
         <a href={href("workflows")}>Workflows</a> / <a href={href("workflows", workflowId)}>{workflowId}</a> / <span>{runId}</span>
       </nav>
