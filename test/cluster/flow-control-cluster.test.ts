@@ -1,16 +1,13 @@
 import { api } from "../helpers/platform";
 import { startHoldTarget, type HoldTarget } from "../helpers/hold-target";
 import {
-  freePort,
-  runCli,
   saveClusterLogs,
-  startNats,
-  startNode,
-  tempDir,
   waitFor,
-  waitForGateway,
   type NatsServer,
   type NodeProc,
+  startApiCluster,
+  startWorkflowsNode,
+  type ApiCluster,
 } from "../helpers/cluster";
 
 /**
@@ -19,33 +16,18 @@ import {
  */
 jest.setTimeout(120_000);
 
+let cluster: ApiCluster;
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
 let gw: string;
 let admin: string;
-let common: Record<string, string>;
 let target: HoldTarget;
 
 beforeAll(async () => {
   target = await startHoldTarget();
-  nats = await startNats();
-  dir = tempDir();
-  common = {
-    TRANSPORTER: nats.url,
-    DATA_DIR: dir.path,
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    RATE_LIMIT_MAX: "100000",
-    RUN_STARTS_PER_MINUTE: "100000",
-  };
-  const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the bootstrap CLI", async () => {
-    admin = runCli(["orgs", "create", "--name", "Flow Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
-    return true;
-  });
-  await waitForGateway(gw, admin);
+  cluster = await startApiCluster(nodes, "Flow Co", { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RUN_STARTS_PER_MINUTE: "100000" });
+  ({ nats, dir, gw, admin } = cluster);
 });
 
 afterAll(async () => {
@@ -56,12 +38,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-async function workflowsNode(name: string): Promise<NodeProc> {
-  const node = startNode(name, { ...common, SERVICES: "workflows" });
-  nodes.push(node);
-  await waitFor(`${name} to serve`, async () => (await api(gw, "GET", "/workflows", { key: admin })).status === 200, 30_000);
-  return node;
-}
+const workflowsNode = (name: string): Promise<NodeProc> => startWorkflowsNode(cluster, nodes, name);
 
 describe("concurrency per key across nodes", () => {
   it("never runs two of one key at once, and loses none, with a node SIGKILLed mid-run", async () => {

@@ -1,15 +1,12 @@
 import { api } from "../helpers/platform";
 import {
-  freePort,
-  runCli,
   saveClusterLogs,
-  startNats,
-  startNode,
-  tempDir,
   waitFor,
-  waitForGateway,
   type NatsServer,
   type NodeProc,
+  startApiCluster,
+  startWorkflowsNode,
+  type ApiCluster,
 } from "../helpers/cluster";
 
 /**
@@ -18,25 +15,16 @@ import {
  */
 jest.setTimeout(180_000);
 
+let cluster: ApiCluster;
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
 let gw: string;
 let admin: string;
-let common: Record<string, string>;
 
 beforeAll(async () => {
-  nats = await startNats();
-  dir = tempDir();
-  common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100000" };
-  const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the bootstrap CLI", async () => {
-    admin = runCli(["orgs", "create", "--name", "Map Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
-    return true;
-  });
-  await waitForGateway(gw, admin);
+  cluster = await startApiCluster(nodes, "Map Co");
+  ({ nats, dir, gw, admin } = cluster);
 });
 
 afterAll(async () => {
@@ -46,12 +34,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-async function workflowsNode(name: string): Promise<NodeProc> {
-  const node = startNode(name, { ...common, SERVICES: "workflows" });
-  nodes.push(node);
-  await waitFor(`${name} to serve`, async () => (await api(gw, "GET", "/workflows", { key: admin })).status === 200, 30_000);
-  return node;
-}
+const workflowsNode = (name: string): Promise<NodeProc> => startWorkflowsNode(cluster, nodes, name);
 async function runOf(wf: string, run: string) {
   let res = await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key: admin });
   for (let tries = 0; res.status !== 200 && tries < 40; tries += 1)

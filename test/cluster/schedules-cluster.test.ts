@@ -1,16 +1,5 @@
 import { api } from "../helpers/platform";
-import {
-  freePort,
-  runCli,
-  saveClusterLogs,
-  startNats,
-  startNode,
-  tempDir,
-  waitFor,
-  waitForGateway,
-  type NatsServer,
-  type NodeProc,
-} from "../helpers/cluster";
+import { saveClusterLogs, startNode, waitFor, type NatsServer, type NodeProc, startApiCluster, type ApiCluster } from "../helpers/cluster";
 
 /**
  * A schedule ticking every second over two workflows nodes of real processes on a real
@@ -19,6 +8,7 @@ import {
  */
 jest.setTimeout(120_000);
 
+let cluster: ApiCluster;
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
@@ -27,17 +17,8 @@ let admin: string;
 let common: Record<string, string>;
 
 beforeAll(async () => {
-  nats = await startNats();
-  dir = tempDir();
-  common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100000" };
-  const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the bootstrap CLI", async () => {
-    admin = runCli(["orgs", "create", "--name", "Clock Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
-    return true;
-  });
-  await waitForGateway(gw, admin);
+  cluster = await startApiCluster(nodes, "Clock Co");
+  ({ nats, dir, common, gw, admin } = cluster);
 });
 
 afterAll(async () => {

@@ -1,16 +1,13 @@
 import { createServer, type Server } from "node:http";
 import { api } from "../helpers/platform";
 import {
-  freePort,
-  runCli,
   saveClusterLogs,
-  startNats,
-  startNode,
-  tempDir,
   waitFor,
-  waitForGateway,
   type NatsServer,
   type NodeProc,
+  startApiCluster,
+  startWorkflowsNode,
+  type ApiCluster,
 } from "../helpers/cluster";
 
 /**
@@ -20,12 +17,12 @@ import {
  */
 jest.setTimeout(120_000);
 
+let cluster: ApiCluster;
 let nats: NatsServer;
 let dir: { path: string; remove(): void };
 const nodes: NodeProc[] = [];
 let gw: string;
 let admin: string;
-let common: Record<string, string>;
 let target: Server;
 let targetPort: number;
 const hits: string[] = [];
@@ -37,17 +34,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => target.listen(0, "127.0.0.1", ok));
   targetPort = (target.address() as { port: number }).port;
-  nats = await startNats();
-  dir = tempDir();
-  common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", RATE_LIMIT_MAX: "100000" };
-  const port = await freePort();
-  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor("the bootstrap CLI", async () => {
-    admin = runCli(["orgs", "create", "--name", "Wait Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
-    return true;
-  });
-  await waitForGateway(gw, admin);
+  cluster = await startApiCluster(nodes, "Wait Co", { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
+  ({ nats, dir, gw, admin } = cluster);
 });
 
 afterAll(async () => {
@@ -59,12 +47,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-async function workflowsNode(name: string): Promise<NodeProc> {
-  const node = startNode(name, { ...common, SERVICES: "workflows" });
-  nodes.push(node);
-  await waitFor(`${name} to serve`, async () => (await api(gw, "GET", "/workflows", { key: admin })).status === 200, 30_000);
-  return node;
-}
+const workflowsNode = (name: string): Promise<NodeProc> => startWorkflowsNode(cluster, nodes, name);
 const killWorkflowsNodes = () => Promise.all(nodes.filter((n) => n.name !== "api").map((n) => n.kill("SIGKILL")));
 async function create(body: Record<string, unknown>) {
   const res = await api(gw, "POST", "/workflows", { key: admin, body: { name: "wf", trigger: { type: "manual" }, ...body } });

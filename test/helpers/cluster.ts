@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitFor, type Proc } from "../../tools/procs";
+import { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc } from "../../tools/procs";
 import { api } from "./platform";
 
 export { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc as NodeProc } from "../../tools/procs";
@@ -76,3 +76,44 @@ export function saveClusterLogs(suite: string, nodes: Proc[]): void {
 }
 
 export const clusterLogLevel = (): { LOG_LEVEL: string } => ({ LOG_LEVEL: process.env.CLUSTER_LOGS ? "debug" : "warn" });
+
+/** A cluster's shared parts: its nats-server, data directory, settings every node gets, the API's address and an admin key. */
+export interface ApiCluster {
+  nats: NatsServer;
+  dir: { path: string; remove(): void };
+  common: Record<string, string>;
+  gw: string;
+  admin: string;
+}
+
+/**
+ * A real nats-server, a fresh data directory and an API node (every service but workflows, pushed
+ * onto `nodes` for the suite to kill), with the live admin key of a new organization `org`.
+ */
+export async function startApiCluster(nodes: Proc[], org: string, env: Record<string, string> = {}): Promise<ApiCluster> {
+  const nats = await startNats();
+  const dir = tempDir();
+  const common = { TRANSPORTER: nats.url, DATA_DIR: dir.path, RATE_LIMIT_MAX: "100000", ...env };
+  const port = await freePort();
+  nodes.push(startNode("api", { ...common, SERVICES: "gateway,auth,keys,orgs,events,webhooks", PORT: String(port) }));
+  const gw = `http://127.0.0.1:${port}/v1`;
+  let admin = "";
+  await waitFor("the bootstrap CLI", async () => {
+    admin = runCli(["orgs", "create", "--name", org], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "live")!.key;
+    return true;
+  });
+  await waitForGateway(gw, admin);
+  return { nats, dir, common, gw, admin };
+}
+
+/** A workflows node of `cluster` (pushed onto `nodes`), once the gateway reaches the service. */
+export async function startWorkflowsNode(cluster: ApiCluster, nodes: Proc[], name: string): Promise<Proc> {
+  const node = startNode(name, { ...cluster.common, SERVICES: "workflows" });
+  nodes.push(node);
+  await waitFor(
+    `${name} to serve`,
+    async () => (await api(cluster.gw, "GET", "/workflows", { key: cluster.admin })).status === 200,
+    30_000,
+  );
+  return node;
+}
