@@ -169,7 +169,9 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
           return true;
         }
       }
-      throw new Error(`the run kept changing (${TRIES} writes lost)`);
+      // The run kept changing under this settlement: left marked for the sweep to settle again.
+      this.logger.debug(`run ${wait.run_id}: its ${wait.kind} not settled on event ${event.id}: ${TRIES} writes lost`);
+      return false;
     },
   },
 };
