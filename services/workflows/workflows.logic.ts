@@ -1,23 +1,20 @@
 import { ApiError, echo, invalidParam, notOneOf, type ErrorCode } from "../../shared/errors";
-import { EVENT_TYPE_PATTERN, isReservedType, isSystemType } from "../../shared/records/events";
+import { EVENT_TYPE_PATTERN, isReservedType } from "../../shared/records/events";
 import { formatPath } from "../../shared/api/json-limits";
 import { checkTargetUrl, type TargetRules } from "../../shared/net/net-guard";
 import { checkCondition, checkTemplates, type Fault } from "./expressions/check";
-import { isPattern, MAX_STARS, validPattern } from "./trigger-match";
 import { checkRetry } from "./retry.logic";
 import { checkFanOut } from "./fan-out.check";
 import { checkWaitStep } from "./waits.logic";
-import { checkScheduleTrigger } from "./schedule-trigger.logic";
 import type { ScheduleState } from "./schedule-ticks.logic";
 import { isId } from "../../shared/ids";
-import { checkWebhookTrigger, hookView, type HookDoc } from "./hooks.logic";
+import { hookView, type HookDoc } from "./hooks.logic";
 import {
   HTTP_METHODS,
   type Actor,
   type HttpStep,
   type Step,
   type StepCommon,
-  type Trigger,
   type Workflow,
   type WorkflowVersion,
 } from "../../shared/api/wire";
@@ -57,7 +54,6 @@ export {
   type SetStep,
   type Step,
   type StopStep,
-  type Trigger,
   type WaitForEventStep,
 } from "../../shared/api/wire";
 
@@ -139,40 +135,6 @@ export const versionView = ({ id: _i, org_id: _o, environment: _e, ...view }: Wo
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v ?? null));
-
-/**
- * The trigger, checked: manual, or an event type (a custom type, or one the platform emits, or a
- * pattern with `*` for one segment) with an optional filter, CEL over `event`.
- */
-export function checkTrigger(raw: unknown): Trigger {
-  if (!isObject(raw))
-    throw invalidParam("trigger", 'trigger must be an object: {"type":"manual"} or {"type":"event","event_type":"order.created"}');
-  if (raw.type === "schedule") return checkScheduleTrigger(raw);
-  if (raw.type === "webhook") return checkWebhookTrigger(raw);
-  const unknown = Object.keys(raw).find((k) => k !== "type" && k !== "event_type" && !(raw.type === "event" && k === "filter"));
-  if (unknown !== undefined)
-    throw new ApiError("parameter_unknown", `trigger has no field ${JSON.stringify(unknown)}`, { param: formatPath([unknown], "trigger") });
-  if (raw.type === "manual") {
-    if (raw.event_type !== undefined)
-      throw new ApiError("parameter_unknown", "a manual trigger takes no event_type", { param: "trigger.event_type" });
-    return { type: "manual" };
-  }
-  if (raw.type !== "event") throw notOneOf("trigger.type", ["manual", "event", "schedule", "webhook"], raw.type);
-  const type = raw.event_type;
-  const pattern = typeof type === "string" && isPattern(type);
-  if (typeof type !== "string" || !(pattern ? validPattern(type) : EVENT_TYPE_PATTERN.test(type))) {
-    throw invalidParam(
-      "trigger.event_type",
-      `trigger.event_type must be an event type such as 'order.created', or a pattern with * for one segment such as 'order.*' (at most ${MAX_STARS} *)`,
-    );
-  }
-  if (!pattern && isReservedType(type) && !isSystemType(type)) {
-    throw invalidParam("trigger.event_type", `Unknown event type '${type}': GET /v1/events/types lists the system types`);
-  }
-  const fault: Fault = (field, message) => invalidParam(`trigger.${field}`, `trigger.${field}: ${message}`);
-  if (raw.filter === undefined) return { type: "event", event_type: type };
-  return { type: "event", event_type: type, filter: checkCondition(fault, "filter", raw.filter, "event") };
-}
 
 /** Where a step's problem is, for the error: `steps[2].url`, with the step's id in the message. */
 class StepFault {

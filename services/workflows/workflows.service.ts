@@ -27,7 +27,6 @@ import { STORE } from "./workflows.store";
 import {
   checkOutput,
   checkSteps,
-  checkTrigger,
   versionId,
   versionOf,
   versionView,
@@ -37,6 +36,7 @@ import {
   type WorkflowDoc,
   type WorkflowView,
 } from "./workflows.logic";
+import { checkTrigger } from "./trigger-check.logic";
 import {
   createParams,
   idParams,
