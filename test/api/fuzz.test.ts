@@ -93,6 +93,8 @@ function generation(): Generation {
     leftOut: new Set(["MapStepInput", "ParallelStepInput", "MapStep", "ParallelStep"]),
     fixed: {
       url: fc.stringMatching(/^[a-z]{1,10}$/).map((p) => receiver.url(`/fuzz/${p}`)),
+      // Flow control's keys are templates over the input, a rule the schema does not state.
+      key: fc.constantFrom("{{ input.customer_id }}", "{{ input.n }}"),
       // Pages within the depth a page may reach (page × per_page ≤ 10,000).
       page: fc.integer({ min: 1, max: 100 }),
       // Times: in the past (ranges' starts) or the future (their ends), so a range is never empty by construction.
