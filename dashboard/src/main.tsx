@@ -12,6 +12,7 @@ import { UsagePage } from "./pages/usage";
 import { WebhooksPage } from "./pages/webhooks/list";
 import { WebhookPage } from "./pages/webhooks/webhook";
 import { ApprovalsPage } from "./pages/workflows/approvals";
+import { ChildrenPage } from "./pages/workflows/children";
 import { WorkflowsPage } from "./pages/workflows/list";
 import { RunPage } from "./pages/workflows/run";
 import { WorkflowPage } from "./pages/workflows/workflow";
@@ -138,7 +139,7 @@ function App() {
 }
 
 function Page({ route }: { route: string[] }) {
-  const [section, id, sub, subId] = route;
+  const [section, id, sub, subId, more] = route;
   switch (section ?? "keys") {
     case "keys":
       return <KeysPage />;
@@ -148,6 +149,7 @@ function Page({ route }: { route: string[] }) {
       if (id === "types") return <EventCatalogPage />;
       return id ? <EventPage id={id} /> : <EventsPage />;
     case "workflows":
+      if (id && sub === "runs" && subId && more === "children") return <ChildrenPage workflowId={id} runId={subId} />;
       if (id && sub === "runs" && subId) return <RunPage workflowId={id} runId={subId} />;
       return id ? <WorkflowPage id={id} /> : <WorkflowsPage />;
     case "approvals":

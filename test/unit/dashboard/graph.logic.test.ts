@@ -134,7 +134,7 @@ describe("a definition as a graph", () => {
       "asks a person",
       "ends the run as failed",
       "1 branch at once",
-      "runs wf_1, without waiting",
+      "runs a saved workflow as a child run, without waiting",
     ]);
   });
 

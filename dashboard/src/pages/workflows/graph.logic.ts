@@ -119,9 +119,11 @@ export function labelOf(step: Step): string {
     case "set":
       return "sets an output";
     case "wait_for_event":
-      return `waits for ${step.event_type}`;
-    case "run_workflow":
-      return `runs ${step.workflow_id}${step.wait === false ? ", without waiting" : ""}`;
+      return "waits for an event";
+    case "run_workflow": {
+      const what = literalWorkflow(step.workflow_id) ? "runs a saved workflow" : `runs the workflow ${step.workflow_id}`;
+      return `${what} as a child run${step.wait === false ? ", without waiting" : ""}`;
+    }
     case "map":
       return `for each of ${step.items}, ${step.max_concurrency} at once`;
     case "parallel": {

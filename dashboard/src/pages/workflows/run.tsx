@@ -4,6 +4,7 @@ import { href } from "../../session";
 import { Confirm, ErrorNotice, Json, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
 import { actorText, COMMENT_MAX, startedBy } from "./common";
 import { definitionsOf, durationText, stopStepOf } from "./run-facts.logic";
+import { RunGraph } from "./run-graph";
 import { RunOutcome, RunWaiting } from "./run-outcome";
 import { RunSteps } from "./run-steps";
 
@@ -168,6 +169,8 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
               </div>
             )}
             <ErrorNotice error={decide.error ?? again.error} />
+            <h3>Graph</h3>
+            {(version.data || version.error) && <RunGraph key={r.status} run={r} steps={version.data?.steps} />}
             <h3>Steps</h3>
             <RunSteps run={r} definitions={definitions} />
             <details>

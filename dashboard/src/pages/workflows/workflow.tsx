@@ -18,6 +18,8 @@ import {
   useSecretRotation,
 } from "../../ui";
 import { hookText, startedBy, triggerText } from "./common";
+import { GraphView } from "./graph-view";
+import { graphOf } from "./graph.logic";
 
 const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
@@ -75,13 +77,7 @@ export function WorkflowPage({ id }: { id: string }) {
               </dd>
             </dl>
             <h3>Steps</h3>
-            <ol class="steps">
-              {w.steps.map((s) => (
-                <li key={s.id}>
-                  <code>{s.id}</code> <span class="chip">{s.type}</span> <span class="muted break">{stepSummary(s)}</span>
-                </li>
-              ))}
-            </ol>
+            <GraphView graph={graphOf(w.steps)} label="Workflow graph" />
             {can("workflows:write") && (
               <div class="actions left">
                 <button type="button" class="outline secondary" onClick={rotation.begin}>
@@ -144,19 +140,4 @@ export function WorkflowPage({ id }: { id: string }) {
       </section>
     </section>
   );
-}
-
-function stepSummary(step: Workflow["steps"][number]): string {
-  switch (step.type) {
-    case "http":
-      return `${String(step.method ?? "POST")} ${String(step.url)}`;
-    case "delay":
-      return `${Number(step.duration_ms) / 1000} s`;
-    case "approval":
-      return String(step.message ?? "");
-    case "emit":
-      return String(step.event_type);
-    default:
-      return "";
-  }
 }
