@@ -129,6 +129,17 @@ describe("the run graph", () => {
     await page.locator("dl.facts").getByText(`step price of run ${runId}`).waitFor();
   });
 
+  it("opens a branch's child run from the graph, which draws the branch's steps alone", async () => {
+    await page.goto(dashboard(`#/workflows/${order}/runs/${runId}`));
+    const crm = node("Run graph", "both (parallel): succeeded").getByRole("listitem", { name: "Branch crm" });
+    const branchRun = await text(crm.locator(".g-lane-head a"));
+    await crm.getByRole("link", { name: branchRun }).click();
+    await page.getByRole("heading", { name: `Run ${branchRun}` }).waitFor();
+    await node("Run graph", "contact (set): succeeded").waitFor();
+    await expect(page.getByRole("figure", { name: "Run graph" }).locator(".g-node").count()).resolves.toBe(1);
+    await page.locator("dl.facts").getByText(`step both of run ${runId}`).waitFor();
+  });
+
   it("shows the wait resolved once its event comes, and the run through", async () => {
     expect((await call("POST", "/events", { type: "payment.succeeded", data: { order_id: "o_42" } })).status).toBe(201);
     await runWhen(order, runId, "the run succeeds", (r) => r.status === "succeeded");

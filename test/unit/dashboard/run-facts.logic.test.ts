@@ -5,6 +5,7 @@ import {
   durationText,
   failedStepOf,
   skipReasonOf,
+  stepsOfRun,
   stopStepOf,
   timedOutOf,
   waitingOf,
@@ -150,5 +151,33 @@ describe("an http step's attempts", () => {
       [5, 10, 1000],
     ]);
     expect(attemptRowsOf(undefined)).toEqual([]);
+  });
+});
+
+describe("the steps a run follows", () => {
+  const defs = [
+    { id: "a", type: "set", output: 1 },
+    {
+      id: "both",
+      type: "parallel",
+      branches: { crm: [{ id: "contact", type: "set", output: 1 }], billing: [{ id: "account", type: "set", output: 1 }] },
+    },
+    { id: "each", type: "map", items: "[]", max_concurrency: 1, tolerated_failures: 0, steps: [{ id: "one", type: "set", output: 1 }] },
+  ] as Step[];
+  const parent = (step_id: string, index: number) => ({ run_id: "run_p", step_id, index });
+
+  it("is the top level for a run of the workflow itself", () => {
+    expect(stepsOfRun(defs, { steps: [step("a"), step("both"), step("each")], parent: null })).toBe(defs);
+  });
+
+  it("is the branch's or the map's list for their children, which run the parent's version", () => {
+    expect(stepsOfRun(defs, { steps: [step("account")], parent: parent("both", 1) })?.map((s) => s.id)).toEqual(["account"]);
+    expect(stepsOfRun(defs, { steps: [step("one")], parent: parent("each", 7) })?.map((s) => s.id)).toEqual(["one"]);
+  });
+
+  it("is none when no list matches the run's steps, or the version is not kept", () => {
+    expect(stepsOfRun(defs, { steps: [step("contact")], parent: parent("both", 1) })).toBeUndefined();
+    expect(stepsOfRun(defs, { steps: [step("a")], parent: null })).toBeUndefined();
+    expect(stepsOfRun(undefined, { steps: [step("a")], parent: null })).toBeUndefined();
   });
 });

@@ -7,6 +7,34 @@
  */
 import type { Run, RunStep, Step, StepAttempt } from "../../../../shared/api/wire";
 
+const sameIds = (steps: readonly Step[], run: Pick<Run, "steps">) =>
+  steps.length === run.steps.length && steps.every((s, i) => s.id === run.steps[i].id);
+
+function findStep(steps: readonly Step[], id: string): Step | undefined {
+  for (const s of steps) {
+    if (s.id === id) return s;
+    const inner = s.type === "map" ? (s.steps ?? []) : s.type === "parallel" ? Object.values(s.branches).flat() : [];
+    const found = findStep(inner, id);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The list of steps a run follows in its version's definition (`steps`): the top level; or, for a
+ * child of an inline map or of a parallel branch (which runs its parent's workflow version), that
+ * list inside its parent step. Undefined when the version is not kept or no list matches the run's.
+ */
+export function stepsOfRun(steps: readonly Step[] | undefined, run: Pick<Run, "steps" | "parent">): readonly Step[] | undefined {
+  if (!steps) return undefined;
+  if (run.parent) {
+    const at = findStep(steps, run.parent.step_id);
+    const inner = at?.type === "parallel" ? Object.values(at.branches)[run.parent.index] : at?.type === "map" ? at.steps : undefined;
+    if (inner && sameIds(inner, run)) return inner;
+  }
+  return sameIds(steps, run) ? steps : undefined;
+}
+
 /** The run's steps as its workflow version defined them, by id (empty: the version is not kept). */
 export const definitionsOf = (steps: readonly Step[] | undefined): ReadonlyMap<string, Step> =>
   new Map((steps ?? []).map((s) => [s.id, s]));

@@ -3,7 +3,7 @@ import { call, TERMINAL_RUN, type Run, type WorkflowVersion } from "../../api";
 import { href } from "../../session";
 import { Confirm, ErrorNotice, Json, Loaded, NeedsScope, Status, Time, useAccount, useAction, useApi } from "../../ui";
 import { actorText, COMMENT_MAX, startedBy } from "./common";
-import { definitionsOf, durationText, stopStepOf } from "./run-facts.logic";
+import { definitionsOf, durationText, stepsOfRun, stopStepOf } from "./run-facts.logic";
 import { RunGraph } from "./run-graph";
 import { RunOutcome, RunWaiting } from "./run-outcome";
 import { RunSteps } from "./run-steps";
@@ -35,7 +35,9 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
   const version = useApi<WorkflowVersion>(
     current ? `/workflows/${encodeURIComponent(workflowId)}/versions/${current.workflow_version}` : null,
   );
-  const definitions = definitionsOf(version.data?.steps);
+  // A child of an inline map or a parallel branch runs a list of steps inside its version's definition.
+  const steps = current ? stepsOfRun(version.data?.steps, current) : undefined;
+  const definitions = definitionsOf(steps);
   const pending = current?.status === "waiting" ? current.pending_approval : null;
   const waitingApproval = pending !== null && pending !== undefined;
   // A rejection or a stop step is a decision, not a fault: retried, it would end the same way; it is rerun.
@@ -170,7 +172,7 @@ export function RunPage({ workflowId, runId }: { workflowId: string; runId: stri
             )}
             <ErrorNotice error={decide.error ?? again.error} />
             <h3>Graph</h3>
-            {(version.data || version.error) && <RunGraph key={r.status} run={r} steps={version.data?.steps} />}
+            {(version.data || version.error) && <RunGraph key={r.status} run={r} steps={steps} />}
             <h3>Steps</h3>
             <RunSteps run={r} definitions={definitions} />
             <details>
