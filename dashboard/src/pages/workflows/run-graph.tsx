@@ -7,7 +7,7 @@ import { GraphView } from "./graph-view";
 import { graphOf } from "./graph.logic";
 
 /** Children the graph reads: one page of the run's newest (docs/decisions/0161-run-graph-children-bounded.md). */
-export const GRAPH_CHILDREN_READ = 100;
+export const GRAPH_CHILDREN_READ = 25;
 
 const FANS_OUT = new Set<Step["type"]>(["map", "parallel", "run_workflow"]);
 
