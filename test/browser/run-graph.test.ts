@@ -182,6 +182,45 @@ describe("the run graph", () => {
   });
 });
 
+describe("a parallel in the run graph while its branches run", () => {
+  it("shows each branch's child run and its steps as they are, and follows them to the end", async () => {
+    const wf = await workflow("Branches", [
+      {
+        id: "both",
+        type: "parallel",
+        branches: {
+          crm: [{ id: "ok", type: "approval", message: "Sync the contact?" }],
+          billing: [{ id: "account", type: "set", output: 1 }],
+        },
+      },
+    ]);
+    const runId = (await call("POST", `/workflows/${wf}/runs`, { input: {} })).body.data.id;
+    let crm: any;
+    await waitFor("the crm branch waits for approval", async () => {
+      const children = (await call("GET", `/runs?parent_run_id=${runId}`)).body.data;
+      crm = children.find((c: any) => c.parent.index === 0);
+      return crm?.status === "waiting" && children.some((c: any) => c.parent.index === 1 && c.status === "succeeded");
+    });
+    await page.goto(dashboard(`#/workflows/${wf}/runs/${runId}`));
+    const both = node("Run graph", "both (parallel): waiting");
+    const lane = both.getByRole("listitem", { name: "Branch crm" });
+    await lane.getByRole("listitem", { name: "ok (approval): waiting" }).waitFor();
+    expect(await text(lane.locator(".g-lane-head"))).toBe(`crm ${crm.id} waiting`);
+    expect(await text(lane.locator(".g-wait"))).toBe("Waits for a person's decision.");
+    await both.getByRole("listitem", { name: "Branch billing" }).getByRole("listitem", { name: "account (set): succeeded" }).waitFor();
+    expect(await text(both.locator(":scope > .g-counts"))).toBe("2 branches: 1 succeeded, 1 running");
+
+    // Approved on the branch's own run, the graph follows without a reload.
+    expect((await call("POST", `/workflows/${wf}/runs/${crm.id}/approve`)).status).toBe(200);
+    await node("Run graph", "both (parallel): succeeded")
+      .getByRole("listitem", { name: "ok (approval): succeeded" })
+      .waitFor({ timeout: 15_000 });
+    expect(
+      await text(node("Run graph", "both (parallel): succeeded").getByRole("listitem", { name: "Branch crm" }).locator(".g-lane-head")),
+    ).toBe(`crm ${crm.id} succeeded`);
+  });
+});
+
 describe("a map in the run graph", () => {
   it("counts its children by status and lists a bounded few, the rest on the children list", async () => {
     const items = Array.from({ length: 14 }, (_, i) => i);
@@ -228,7 +267,7 @@ describe("a map in the run graph", () => {
     await phone.getByRole("button", { name: "Sign in" }).click();
     await phone.getByRole("link", { name: "Workflows" }).waitFor();
     const runs = (await call("GET", "/runs?per_page=100")).body.data.filter((r: any) => !r.parent);
-    expect(runs.length).toBe(2);
+    expect(runs.length).toBe(3);
     for (const run of runs) {
       await phone.goto(dashboard(`#/workflows/${run.workflow_id}/runs/${run.id}`));
       await phone.getByRole("figure", { name: "Run graph" }).waitFor();
