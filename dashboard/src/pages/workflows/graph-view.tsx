@@ -59,14 +59,19 @@ function WaitNote({ wait, status }: { wait: Wait; status: GraphNode["status"] })
       </>
     );
   } else if (wait.kind === "delay") {
-    if (waiting && wait.until)
-      return (
-        <p class="g-wait">
-          Waits until <Time at={wait.until} />.
-        </p>
-      );
-    what = `${verb} ${wait.limitMs === null ? "" : durationText(wait.limitMs)}`;
-    return <p class="g-wait">{what}.</p>;
+    // A delay's wait is its length: until its end once it waits, else how long.
+    return (
+      <p class="g-wait">
+        {waiting && wait.until ? (
+          <>
+            Waits until <Time at={wait.until} />
+          </>
+        ) : (
+          `${verb} ${durationText(wait.limitMs ?? 0)}`
+        )}
+        .
+      </p>
+    );
   } else what = `${verb} for ${wait.kind === "approval" ? "a person's decision" : "its child run"}`;
   return (
     <p class="g-wait">
