@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
 import { eventually } from "./eventually";
@@ -53,6 +53,28 @@ export function startNode(name: string, env: Record<string, string>, inherit = f
     stdio: ["ignore", inherit ? "inherit" : "pipe", inherit ? "inherit" : "pipe"],
   });
   return track(name, child);
+}
+
+/** How long a whole platform process may take to start on a busy machine (it loads and starts every service). */
+export const START_TIMEOUT_MS = 60_000;
+
+/**
+ * Waits until `server` has marked `dataDir` as used (bin/server-mark.ts: it does once every
+ * service has started), reading the directory rather than running the CLI on each try. A server
+ * that exits first fails the wait at once, with what it printed.
+ */
+export async function waitForServerMark(dataDir: string, server: Proc): Promise<void> {
+  const marks = join(dataDir, "servers");
+  await eventually(
+    `${server.name}'s mark in DATA_DIR`,
+    () => {
+      if (server.child.exitCode !== null || server.child.signalCode !== null)
+        throw new Error(`${server.name} exited (${server.child.exitCode ?? server.child.signalCode}): ${server.output()}`);
+      return existsSync(marks) && readdirSync(marks).some((name) => name.endsWith(".json"));
+    },
+    START_TIMEOUT_MS,
+    100,
+  );
 }
 
 export interface CliOrg {

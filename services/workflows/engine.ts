@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { FailureLog } from "../../shared/runtime/failure-log";
-import { ALL_TENANTS, type Collection, type Filter, type ReadView, type Tenant } from "../../shared/storage/types";
+import { ALL_TENANTS, type Collection, type ReadView, type Tenant } from "../../shared/storage/types";
 import type { ChildRuns } from "./child-runs";
 import { HttpAttempts } from "./http-attempts";
 import { redact, redactAnswer } from "./outputs";
@@ -12,6 +12,7 @@ import { TERMINAL, updateOf, type Clock, type RunWrite } from "./run-write.logic
 import { fail } from "./runs.logic";
 import { SecretUnavailable, secretNames } from "./secrets.logic";
 import { sharesOf, TenantSlots, type Shares } from "./tenant-slots";
+import { DueTenants } from "./due-tenants";
 import type { WorkflowDoc } from "./workflows.logic";
 import type { Registration } from "./wait-records";
 import { refused } from "./wait-moves.logic";
@@ -26,8 +27,6 @@ const POLL_MS = 500;
 const POLL_BACKOFF_MAX_MS = 5_000;
 /** Waits up to this long are also kept by a local timer, not only found by the poll. */
 const LOCAL_TIMER_MAX_MS = 60_000;
-/** Due runs read at once to find which tenants have work (their tenant fields only, from the due index). */
-const DISCOVER_ROWS = 32;
 /** Reads for tenants with work in one poll, at most: the turns then go on at the next. */
 const DISCOVERIES_PER_POLL = 3;
 
@@ -73,6 +72,7 @@ export type Claimed = RunDoc & { lease: string };
  */
 export class RunEngine {
   private readonly slots: TenantSlots;
+  private readonly dueTenants: DueTenants;
   private stopping = false;
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
@@ -92,6 +92,7 @@ export class RunEngine {
     this.leaseMarginMs = o.leaseMarginMs ?? LEASE_MARGIN_MS;
     this.failures = new FailureLog(o.logger);
     this.slots = new TenantSlots(o.shares ?? sharesOf(o.maxActive));
+    this.dueTenants = new DueTenants(o.runs, this.slots);
   }
 
   start(): void {
@@ -145,7 +146,7 @@ export class RunEngine {
           const tenant = this.slots.next();
           if (tenant) {
             if (!(await this.claimOf(tenant))) this.slots.rested(tenant);
-          } else if (discoveries >= DISCOVERIES_PER_POLL || !(await this.discover())) break;
+          } else if (discoveries >= DISCOVERIES_PER_POLL || !(await this.dueTenants.discover(Date.now()))) break;
           else discoveries += 1;
         }
       } while (this.repoll && !this.stopping);
@@ -198,35 +199,6 @@ export class RunEngine {
     if (!run) return false;
     this.run(run as Claimed);
     return true;
-  }
-
-  /**
-   * Reads the most overdue runs' tenants (DISCOVER_ROWS rows of the sparse due index, their
-   * tenant fields only), leaving out the organizations, per environment, that have no room here:
-   * their due runs wait however many they are, and another tenant's are found behind them. The
-   * tenants found with room take turns. Answers whether any was found.
-   */
-  private async discover(): Promise<boolean> {
-    const now = Date.now();
-    const excluded = this.slots.excluded();
-    const filters: Filter[] =
-      excluded.live.length === 0 && excluded.test.length === 0
-        ? [{ due_at: { $lte: now } }]
-        : (["live", "test"] as const).map((environment) => ({
-            due_at: { $lte: now },
-            environment,
-            ...(excluded[environment].length > 0 && { org_id: { $nin: excluded[environment] } }),
-          }));
-    let found = false;
-    for (const filter of filters) {
-      const rows = await this.o.runs.pluck(ALL_TENANTS, filter, ["org_id", "environment"], { sort: { due_at: 1 }, limit: DISCOVER_ROWS });
-      for (const row of rows) {
-        if (!this.slots.room(row)) continue;
-        this.slots.waiting(row);
-        found = true;
-      }
-    }
-    return found;
   }
 
   /**

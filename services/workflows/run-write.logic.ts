@@ -44,7 +44,12 @@ const leaseFor = (step: Step | undefined, marginMs: number): number => (step?.ty
  */
 export function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: number, progress: boolean): RunWrite {
   // A time limit (the run's, a waiting approval's) makes a parked or waiting run due when it falls due.
-  const limit = limitOf({ ...run, ...change });
+  const limit = limitOf(
+    change.status ?? run.status,
+    change.steps ?? run.steps,
+    change.cursor ?? run.cursor,
+    change.deadline_at ?? run.deadline_at,
+  );
   const hold: Hold =
     limit === null || given.kind === "keep" ? given : { kind: "due", at: given.kind === "due" ? Math.min(given.at, limit) : limit };
   const dueAt =
@@ -53,7 +58,7 @@ export function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: 
       : hold.kind === "due"
         ? hold.at
         : null;
-  const queued = new Set(run.outbox.map((e) => e.id));
+  const added = change.outbox;
   return {
     set: { ...change, rev: run.rev + 1, updated_at: iso(now), ...(dueAt !== null && { due_at: dueAt }) },
     unset: {
@@ -61,18 +66,25 @@ export function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: 
       ...(hold.kind !== "keep" && { lease: true as const }),
       ...(hold.kind === "parked" && { due_at: true as const }),
     },
-    events: (change.outbox ?? []).filter((e) => !queued.has(e.id)),
+    events: added === undefined || added.length === 0 ? [] : newEvents(run.outbox, added),
     released: hold.kind !== "keep",
   };
 }
 
+/** The events of `added` not in `queued` already (by id). */
+function newEvents(queued: OutboxEvent[], added: OutboxEvent[]): OutboxEvent[] {
+  if (queued.length === 0) return added;
+  const ids = new Set(queued.map((e) => e.id));
+  return added.filter((e) => !ids.has(e.id));
+}
+
 /** The earliest time limit of a run that has not ended: its deadline, its waiting step's timeout; null when none. */
-function limitOf(run: RunDoc): number | null {
-  if (TERMINAL.has(run.status)) return null;
-  const waiting = run.steps[run.cursor];
+function limitOf(status: RunStatus, steps: RunStep[], cursor: number, deadline: number | undefined): number | null {
+  if (TERMINAL.has(status)) return null;
+  const waiting = steps[cursor];
   const approval = waiting?.status === "waiting" && waiting.timeout_at ? Date.parse(waiting.timeout_at) : null;
-  const limits = [run.deadline_at ?? null, approval].filter((t): t is number => t !== null);
-  return limits.length > 0 ? Math.min(...limits) : null;
+  if (approval === null) return deadline ?? null;
+  return deadline === undefined ? approval : Math.min(deadline, approval);
 }
 
 /** The store's update for a write. */

@@ -1,4 +1,4 @@
-import type { Environment, Tenant } from "../../shared/storage/types";
+import type { Tenant } from "../../shared/storage/types";
 
 /**
  * How a workflows node shares the runs it drives at once (its slots) between tenants, the way the
@@ -88,23 +88,5 @@ export class TenantSlots {
       return t;
     }
     return undefined;
-  }
-
-  /**
-   * For finding tenants with due runs in the store: per environment, the organizations whose runs
-   * this node could not take now (the organization or that environment at its share). Empty lists
-   * when no tenant is at its share.
-   */
-  excluded(): Record<Environment, string[]> {
-    const out: Record<Environment, string[]> = { live: [], test: [] };
-    for (const [org, n] of this.byOrg) if (n >= this.shares.perOrg) for (const env of ["live", "test"] as const) out[env].push(org);
-    for (const [key, n] of this.byTenant) {
-      if (n < this.shares.perEnvironment) continue;
-      const cut = key.lastIndexOf("/");
-      const env = key.slice(cut + 1) as Environment;
-      const org = key.slice(0, cut);
-      if (!out[env].includes(org)) out[env].push(org);
-    }
-    return out;
   }
 }

@@ -62,8 +62,10 @@ export const STORE = declareStore({
       // Only runs the engine has work on carry `due_at`: the index that finds which tenants have
       // work stays small, and holds their tenant fields (read without the documents).
       { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },
-      // A tenant's most overdue run, claimed in its turn (tenant-slots.ts).
-      { fields: { org_id: 1, environment: 1, due_at: 1 } },
+      // A tenant's most overdue run, claimed in its turn (tenant-slots.ts); and the tenants with
+      // work, one seek each, when the most overdue runs are all of tenants at their share (engine.ts).
+      // Only runs with a due time, as above.
+      { fields: { org_id: 1, environment: 1, due_at: 1 }, present: "due_at" },
       // Flow control (flow-gate.ts): a key's oldest held run, and its runs let go that have not ended
       // (a bounded count); then the held runs a node's sweep must look at, across tenants.
       { fields: { flow_key: 1, status: 1, held_at: 1 }, sparse: true },

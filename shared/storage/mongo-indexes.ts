@@ -16,6 +16,7 @@ export interface IndexToCreate {
   key: Record<string, 1 | -1>;
   unique?: true;
   sparse?: true;
+  partialFilterExpression?: Record<string, { $exists: true }>;
 }
 
 export const indexKey = (spec: IndexSpec): Record<string, 1 | -1> =>
@@ -32,11 +33,23 @@ export function indexName(spec: IndexSpec): string {
   const key = Object.entries(indexKey(spec))
     .map(([field, dir]) => `${field}_${dir}`)
     .join("_");
-  return `${key}${spec.unique ? "_unique" : ""}${spec.sparse ? "_sparse" : ""}`;
+  const present = spec.present === undefined ? "" : `_with_${storedPath(spec.present)}`;
+  return `${key}${spec.unique ? "_unique" : ""}${spec.sparse ? "_sparse" : ""}${present}`;
 }
 
+/** The partial filter of an index over the documents with a field present. */
+const partialOf = (spec: IndexSpec) =>
+  spec.present === undefined ? undefined : { [storedPath(spec.present)]: { $exists: true as const } };
+
 export function indexToCreate(spec: IndexSpec): IndexToCreate {
-  return { name: indexName(spec), key: indexKey(spec), ...(spec.unique && { unique: true }), ...(spec.sparse && { sparse: true }) };
+  const partial = partialOf(spec);
+  return {
+    name: indexName(spec),
+    key: indexKey(spec),
+    ...(spec.unique && { unique: true }),
+    ...(spec.sparse && { sparse: true }),
+    ...(partial && { partialFilterExpression: partial }),
+  };
 }
 
 const sameKey = (a: Record<string, number>, b: Record<string, number>): boolean =>
@@ -46,7 +59,7 @@ const sameKey = (a: Record<string, number>, b: Record<string, number>): boolean 
 const sameOptions = (spec: IndexSpec, index: StoredIndex): boolean =>
   Boolean(spec.unique) === Boolean(index.unique) &&
   Boolean(spec.sparse) === Boolean(index.sparse) &&
-  index.partialFilterExpression === undefined;
+  JSON.stringify(partialOf(spec)) === JSON.stringify(index.partialFilterExpression);
 
 export interface IndexPlan {
   /** Declared and not there yet. */

@@ -23,8 +23,27 @@ const isComparable = (v: unknown): boolean => v === null || isScalar(v);
 /** What a range compares with: both engines order strings and numbers, each within its own type. */
 const isOrdered = (v: unknown): boolean => typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
 
-function checkCondition(path: string, cond: FilterValue): void {
+/**
+ * Paths already found good, by kind: services use a few dozen constant paths, so each is tested
+ * once (a path is never taken from a request; the bound keeps a defect from growing it forever).
+ */
+const goodFilterPaths = new Set<string>();
+const goodUpdatePaths = new Set<string>();
+const GOOD_PATHS_MAX = 4096;
+
+function remembered(paths: Set<string>, path: string): void {
+  if (paths.size >= GOOD_PATHS_MAX) paths.clear();
+  paths.add(path);
+}
+
+function checkFilterPath(path: string): void {
+  if (goodFilterPaths.has(path)) return;
   if (!FIELD_PATH.test(path)) throw refuse(`'${path}' is not a field path`);
+  remembered(goodFilterPaths, path);
+}
+
+function checkCondition(path: string, cond: FilterValue): void {
+  checkFilterPath(path);
   if (cond === undefined) throw refuse(`the filter on '${path}' is undefined (it would match every document on MongoDB)`);
   if (cond === null || typeof cond !== "object") {
     if (!isComparable(cond)) throw refuse(`cannot compare '${path}' with ${String(cond)}`);
@@ -73,9 +92,11 @@ export function scoped(scope: Scope, filter: Filter): Record<string, unknown> {
 }
 
 function checkPath(path: string): void {
+  if (goodUpdatePaths.has(path)) return;
   const parts = path.split(".");
   if (!parts.every((p) => UPDATE_SEGMENT.test(p) && p !== "__proto__")) throw refuse(`'${path}' is not a field path`);
   if (IMMUTABLE.has(parts[0])) throw refuse(`an update may not change '${parts[0]}'`);
+  remembered(goodUpdatePaths, path);
 }
 
 /**
@@ -102,7 +123,8 @@ export function checkUpdate(update: Update): Update {
       (out[target] ??= {} as never)[path] = (target === "$unset" ? true : value) as never;
     }
   }
-  const sorted = [...paths].sort();
+  if (paths.length < 2) return out;
+  const sorted = paths.sort();
   for (let i = 1; i < sorted.length; i += 1) {
     if (sorted[i] === sorted[i - 1] || sorted[i].startsWith(`${sorted[i - 1]}.`))
       throw refuse(`the update paths '${sorted[i - 1]}' and '${sorted[i]}' overlap`);

@@ -41,7 +41,7 @@ export class TableSchema {
 
   declare(indexes: IndexSpec[]): void {
     for (const index of indexes) {
-      const key = JSON.stringify([index.fields, index.unique ?? false, index.sparse ?? false]);
+      const key = JSON.stringify([index.fields, index.unique ?? false, index.sparse ?? false, index.present ?? null]);
       if (this.indexes.has(key)) continue;
       this.indexes.set(key, index);
       for (const field of Object.keys(index.fields)) this.layout.add(field);
@@ -54,7 +54,8 @@ export class TableSchema {
     const parts = Object.entries(index.fields).map(
       ([f, d]) => `${f.replace(/\./g, "_")}${this.layout.has(f) ? "_c" : ""}${d < 0 ? "_desc" : ""}`,
     );
-    return `${this.name}__${parts.join("__")}${index.unique ? "__u" : ""}${index.sparse ? "__s" : ""}`;
+    const present = index.present === undefined ? "" : `__p_${index.present}`;
+    return `${this.name}__${parts.join("__")}${index.unique ? "__u" : ""}${index.sparse ? "__s" : ""}${present}`;
   }
 
   /**
@@ -86,7 +87,8 @@ export class TableSchema {
             const columns = Object.entries(index.fields)
               .map(([f, d]) => `${this.layout.expr(f)}${d < 0 ? " DESC" : ""}`)
               .join(", ");
-            const partial = index.sparse ? ` WHERE ${this.layout.expr(Object.keys(index.fields)[0])} IS NOT NULL` : "";
+            const only = index.present ?? (index.sparse ? Object.keys(index.fields)[0] : undefined);
+            const partial = only === undefined ? "" : ` WHERE ${this.layout.expr(only)} IS NOT NULL`;
             db.exec(`CREATE ${index.unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS "${name}" ON ${this.table} (${columns})${partial}`);
           }
           this.dropRedirected();
@@ -107,8 +109,9 @@ export class TableSchema {
 
   /**
    * Drops the indexes of this table that a declared one replaces by the same fields in other
-   * directions (SQLite reads an index either way, so they serve the same queries): an index
-   * declared ascending where it was descending is not kept twice, each insert paying for both.
+   * directions (SQLite reads an index either way, so they serve the same queries), or by the same
+   * fields and directions over all documents where it now holds those with a field present: an
+   * index is not kept twice, each insert paying for both.
    */
   private dropRedirected(): void {
     const declared = new Set([...this.indexes.values()].map((index) => this.indexName(index)));
@@ -120,6 +123,10 @@ export class TableSchema {
         const variant = Object.fromEntries(fields.map((f, i) => [f, mask & (1 << i) ? -1 : 1] as const));
         const name = this.indexName({ ...index, fields: variant });
         if (!declared.has(name)) replaced.add(name);
+      }
+      if (index.present !== undefined) {
+        const whole = this.indexName({ ...index, present: undefined });
+        if (!declared.has(whole)) replaced.add(whole);
       }
     }
     for (const { name } of this.store.db.prepare(`PRAGMA index_list(${this.table})`).all() as { name: string }[]) {

@@ -83,6 +83,12 @@ export interface IndexSpec {
   unique?: boolean;
   /** Skip documents where the (first) field is missing; lets a unique index ignore absent values. */
   sparse?: boolean;
+  /**
+   * Skip documents where this top-level field (one the index names, holding numbers or strings) is
+   * missing: a partial index, for a compound index whose first field every document has. A query
+   * uses it only when it constrains the field (a range or an equality on it).
+   */
+  present?: string;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { cliRun } from "../../tools/procs";
+import { cliRun, waitForServerMark } from "../../tools/procs";
 import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
@@ -22,10 +22,7 @@ beforeAll(async () => {
   const port = await freePort();
   server = startNode("cli-fixtures", { DATA_DIR: dir.path, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor(
-    "the server's mark in DATA_DIR",
-    () => !cliRun(["orgs", "list"], { DATA_DIR: dir.path }).stderr.includes("no running server"),
-  );
+  await waitForServerMark(dir.path, server);
   key = runCli(["orgs", "create", "--name", "Fixtures Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
   await waitForGateway(gw, key);
   env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };

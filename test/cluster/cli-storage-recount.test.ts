@@ -11,7 +11,7 @@ import {
 } from "../../shared/records/storage-quota";
 import { declarationOf } from "../../shared/runtime/store.mixin";
 import { ALL_TENANTS, openCollection, openStore, type Doc, type Store } from "../../shared/storage";
-import { cliRun } from "../../tools/procs";
+import { cliRun, waitForServerMark } from "../../tools/procs";
 import { eventuallyValue } from "../../tools/eventually";
 import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
 import { api, expectError, testStore } from "../helpers/platform";
@@ -170,7 +170,7 @@ describe("npm run cli -- storage recount", () => {
 
     // With MongoDB no server leaves a mark the CLI could see (docs/security/storage-quota.md).
     if (!mongo) {
-      await waitFor("the server's mark in DATA_DIR", () => !cliRun(["orgs", "list"], STORE_ENV).stderr.includes("no running server"));
+      await waitForServerMark(dir.path, server!);
       const res = recount();
       expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 1, stdout: "" });
       expect(res.stderr).toMatch(/1 server\(s\) use DATA_DIR=.*: stop the platform first/);

@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cliRun } from "../../tools/procs";
+import { cliRun, waitForServerMark } from "../../tools/procs";
 import { freePort, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
@@ -26,10 +26,7 @@ beforeAll(async () => {
   const port = await freePort();
   server = startNode("cli-transcript", { DATA_DIR: dir.path, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor(
-    "the server's mark in DATA_DIR",
-    () => !cliRun(["orgs", "list"], { DATA_DIR: dir.path }).stderr.includes("no running server"),
-  );
+  await waitForServerMark(dir.path, server);
 });
 
 afterAll(async () => {

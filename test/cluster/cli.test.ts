@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { spawnSync } from "node:child_process";
-import { SERVER_JS, cliRun, startCli, type Proc } from "../../tools/procs";
+import { SERVER_JS, cliRun, startCli, waitForServerMark, type Proc } from "../../tools/procs";
 import {
   freePort,
   runCli,
@@ -105,10 +105,7 @@ describe("against one server process", () => {
     });
     gw = `http://127.0.0.1:${port}/v1`;
     // The server marks DATA_DIR once it runs: then `orgs create` does not warn.
-    await waitFor(
-      "the server's mark in DATA_DIR",
-      () => !cliRun(["orgs", "list"], { DATA_DIR: dir.path }).stderr.includes("no running server"),
-    );
+    await waitForServerMark(dir.path, server);
     key = runCli(["orgs", "create", "--name", "Cli Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
     await waitForGateway(gw, key);
     env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };

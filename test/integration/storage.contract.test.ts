@@ -318,6 +318,43 @@ describe("the embedded store's columns, shared by processes that declare differe
   });
 });
 
+describe("the embedded store's index over the documents with a field present", () => {
+  it("holds only those, replaces the whole index of the same fields, and serves a range on the field", async () => {
+    const dir = tempDir();
+    const indexes = (store: SqliteStore) =>
+      (
+        store.db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'notes' AND sql IS NOT NULL`).all() as {
+          name: string;
+          sql: string;
+        }[]
+      ).sort((a, b) => a.name.localeCompare(b.name));
+    try {
+      const before = new SqliteStore(dir);
+      const whole = before.collection<Note & { due?: number }>("notes", [{ fields: { org_id: 1, due: 1 } }]);
+      await whole.insert({ id: "done", ...A, text: "a" });
+      expect(indexes(before).map((i) => i.name)).toEqual(["notes__org_id__due_c"]);
+      await before.close();
+
+      const after = new SqliteStore(dir);
+      const partial = after.collection<Note & { due?: number }>("notes", [{ fields: { org_id: 1, due: 1 }, present: "due" }]);
+      await partial.insert({ id: "due", ...A, text: "b", due: 5 });
+      expect(indexes(after)).toEqual([{ name: "notes__org_id__due_c__p_due", sql: expect.stringMatching(/WHERE "c_due" IS NOT NULL$/) }]);
+      const entries = after.db
+        .prepare(`SELECT count(*) AS n FROM "notes" INDEXED BY "notes__org_id__due_c__p_due" WHERE "c_due" IS NOT NULL`)
+        .get() as { n: number };
+      expect(entries.n).toBe(1);
+      expect((await partial.find(A, { due: { $lte: 10 } }, { sort: { due: 1 } })).map((d) => d.id)).toEqual(["due"]);
+      const plan = after.db
+        .prepare(`EXPLAIN QUERY PLAN SELECT id FROM "notes" WHERE org_id = 'o' AND "c_due" <= 10 ORDER BY "c_due"`)
+        .all() as { detail: string }[];
+      expect(plan.map((p) => p.detail).join()).toMatch(/INDEX notes__org_id__due_c__p_due\b/);
+      await after.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the embedded store's indexes, declared again in other directions", () => {
   it("replaces the index of the same fields in the file, and reads newest first from the new one without sorting", async () => {
     const dir = tempDir();

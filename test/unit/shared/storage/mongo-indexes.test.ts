@@ -60,6 +60,19 @@ describe("MongoDB indexes, from the collections' declarations", () => {
     ]);
   });
 
+  it("builds an index over the documents with a field present as a partial index, a conflict with the whole one", () => {
+    const partial: IndexSpec = { fields: { org_id: 1, environment: 1, due_at: 1 }, present: "due_at" };
+    expect(indexToCreate(partial)).toEqual({
+      name: "org_id_1_environment_1_due_at_1_with_due_at",
+      key: { org_id: 1, environment: 1, due_at: 1 },
+      partialFilterExpression: { due_at: { $exists: true } },
+    });
+    const built: StoredIndex = { ...indexToCreate(partial), name: "made_by_hand" };
+    expect(planIndexes([partial], [idIndex, built])).toEqual({ create: [], conflicts: [], legacy: false });
+    const whole: StoredIndex = { name: "org_id_1_environment_1_due_at_1", key: { org_id: 1, environment: 1, due_at: 1 } };
+    expect(planIndexes([partial], [idIndex, whole]).conflicts).toEqual([{ declared: indexToCreate(partial), existing: whole }]);
+  });
+
   it("never creates the `_id` index, which MongoDB keeps itself", () => {
     expect(planIndexes([{ fields: { id: 1 }, unique: true }], []).create).toEqual([]);
   });
