@@ -4,6 +4,7 @@ import { liveServers } from "../server-mark";
 import { UsageError, type Command, type Options, type Values } from "./command";
 import { BULK_COMMANDS } from "./commands/bulk";
 import { EVENT_COMMANDS } from "./commands/events";
+import { HOOK_COMMANDS } from "./commands/hooks";
 import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
 import { RAW_COMMANDS } from "./commands/raw";
@@ -38,6 +39,7 @@ const COMMANDS: Record<string, Command> = {
   ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
   ...BULK_COMMANDS,
+  ...HOOK_COMMANDS,
   ...RAW_COMMANDS,
   ...STORAGE_COMMANDS,
 };
