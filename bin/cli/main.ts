@@ -9,6 +9,7 @@ import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
 import { RAW_COMMANDS } from "./commands/raw";
 import { RESEND_COMMANDS } from "./commands/resend";
+import { SCHEDULE_COMMANDS } from "./commands/schedules";
 import { STORAGE_COMMANDS } from "./commands/storage";
 import { WEBHOOK_COMMANDS } from "./commands/webhooks";
 import { WORKFLOW_COMMANDS } from "./commands/workflows";
@@ -38,6 +39,7 @@ const COMMANDS: Record<string, Command> = {
   ...EVENT_COMMANDS,
   ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
+  ...SCHEDULE_COMMANDS,
   ...BULK_COMMANDS,
   ...HOOK_COMMANDS,
   ...RAW_COMMANDS,

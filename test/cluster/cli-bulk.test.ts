@@ -67,7 +67,7 @@ describe("runs rerun and runs bulk", () => {
     expect(refused.stderr).toContain("no step 'nope'");
   });
 
-  it("runs bulk cancel --wait, runs bulk-get and runs bulk-cancel", async () => {
+  it("runs bulk cancel --wait, runs bulk-get, bulk-list and bulk-cancel", async () => {
     const wf = await workflow([{ id: "gate", type: "approval" }]);
     for (let i = 0; i < 60; i++) expect((await api(gw, "POST", `/workflows/${wf}/runs`, { key, body: {} })).status).toBe(201);
     await waitFor(
@@ -96,5 +96,12 @@ describe("runs rerun and runs bulk", () => {
     expect(/[\u001b\u202e]/u.test(shown.stdout)).toBe(false);
     const [listed] = jsonLines(cliRun(["runs", "bulk-get", shown.stdout.split(" ")[0], "--json"], env).stdout);
     expect(listed.filter.failed_step).toBe(hostile);
+    // Both jobs, newest first; a table for people.
+    expect(jsonLines(cliRun(["runs", "bulk-list", "--json"], env).stdout).map((j) => j.id)).toEqual([listed.id, id]);
+    const table = cliRun(["runs", "bulk-list", "--limit", "1"], env).stdout.trimEnd().split("\n");
+    expect(table).toEqual([
+      expect.stringMatching(/^id +action +status +matched +done +failed +created_at$/),
+      expect.stringContaining(listed.id),
+    ]);
   });
 });

@@ -8,7 +8,7 @@ import { api } from "../helpers/platform";
 /**
  * `hooks test` as a process against a server process: a request signed in each scheme the hook
  * verifies with is accepted and starts a run holding the body sent; a wrong secret is refused 401,
- * the CLI exiting 1 with the reason.
+ * the CLI exiting 1 with the reason. And the hook's other commands: get, rotate-secret.
  */
 jest.setTimeout(120_000);
 
@@ -54,7 +54,7 @@ async function hookWorkflow(trigger: Record<string, unknown>) {
 const runOf = async (wf: string, run: string) => (await api(gw, "GET", `/workflows/${wf}/runs/${run}`, { key })).body.data;
 const hookOf = async (wf: string) => (await api(gw, "GET", `/workflows/${wf}`, { key })).body.data.hook;
 
-describe("hooks test", () => {
+describe("hooks test, get and rotate-secret", () => {
   const stored = `whsec_${randomBytes(24).toString("base64")}`;
   const schemes: [string, Record<string, unknown>, string | null][] = [
     ["standard_webhooks", { scheme: "standard_webhooks" }, null],
@@ -138,6 +138,52 @@ describe("hooks test", () => {
     expect(run.trigger.dedupe_key).toBe("msg_cli_1");
   });
 
+  it("workflows create prints the hook and its secret once; hooks get and hooks rotate-secret", async () => {
+    const definition = { name: "GitHub pushes", trigger: { type: "webhook", verify: { scheme: "github" } }, steps: STEPS };
+    const created = cliRun(["workflows", "create", "--definition", JSON.stringify(definition)], env);
+    expect(created.status).toBe(0);
+    const [head, signing, hookLine, secretLine] = created.stdout.trimEnd().split("\n");
+    expect(head).toMatch(/^wf_\w+ {2}GitHub pushes {2}v1$/);
+    expect(signing).toMatch(/^signing secret: whsec_\S+ \(shown once\)$/);
+    const wf = head.split(" ")[0];
+    const hookId = (await hookOf(wf)).id as string;
+    expect(hookLine).toBe(`hook: POST ${gw}/hooks/${hookId}`);
+    const secret = /^hook secret: (whsec_\S+) \(shown once\)$/.exec(secretLine)![1];
+    expect(cliRun(["hooks", "test", wf, "--secret", secret], env).status).toBe(0);
+    expect(cliRun(["hooks", "test", wf, "--secret", "whsec_forged"], env).status).toBe(1);
+    await waitFor("the counts stored", async () => (await hookOf(wf)).refused === 1 && (await hookOf(wf)).accepted === 1);
+    const got = cliRun(["hooks", "get", wf], env);
+    expect(got.status).toBe(0);
+    const lines = got.stdout.trimEnd().split("\n");
+    expect(lines.slice(0, 3)).toEqual([
+      `${hookId}  POST ${gw}/hooks/${hookId}`,
+      "verify github, secret generated",
+      "accepted 1, filtered 0, duplicates 0, refused 1",
+    ]);
+    expect(lines[3]).toMatch(/^last accepted \d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    expect(lines[4]).toMatch(/^last refused \d{4}-\d\d-\d\dT[\d:.]+Z \(bad_signature\)$/);
+    expect(JSON.parse(cliRun(["hooks", "get", wf, "--json"], env).stdout)).toMatchObject({ id: hookId, accepted: 1, refused: 1 });
+
+    const rotated = cliRun(["hooks", "rotate-secret", wf], env);
+    expect(rotated.status).toBe(0);
+    const [, fresh] = /new secret: (whsec_\S+) \(shown once\); the old one is accepted until \S+Z$/m.exec(rotated.stdout)!;
+    expect(fresh).not.toBe(secret);
+    // Both are accepted during the overlap: the provider's settings can be changed meanwhile.
+    expect(cliRun(["hooks", "test", wf, "--secret", fresh], env).status).toBe(0);
+    expect(cliRun(["hooks", "test", wf, "--secret", secret], env).status).toBe(0);
+    expect(cliRun(["hooks", "get", wf], env).stdout).toContain("secret generated; the replaced one is accepted until ");
+    const manual = cliRun(
+      [
+        "hooks",
+        "get",
+        (await api(gw, "POST", "/workflows", { key, body: { name: "m", trigger: { type: "manual" }, steps: STEPS } })).body.data.id,
+      ],
+      env,
+    );
+    expect(manual.status).toBe(2);
+    expect(manual.stderr).toContain("has a manual trigger: only a webhook trigger has a hook");
+  });
+
   it("says what is missing: a secret, a webhook trigger, a body that is JSON, a header's form", async () => {
     const wf = await hookWorkflow({ type: "webhook", verify: { scheme: "stripe" } });
     const noSecret = cliRun(["hooks", "test", wf.id], env);
@@ -150,7 +196,7 @@ describe("hooks test", () => {
     const manual = await api(gw, "POST", "/workflows", { key, body: { name: "m", trigger: { type: "manual" }, steps: STEPS } });
     const notHook = cliRun(["hooks", "test", manual.body.data.id, "--secret", "x"], env);
     expect(notHook.status).toBe(2);
-    expect(notHook.stderr).toContain("has a manual trigger: hooks test sends to a webhook trigger's hook");
+    expect(notHook.stderr).toContain("has a manual trigger: only a webhook trigger has a hook");
     const notJson = cliRun(["hooks", "test", wf.id, "--secret", "x", "--data", "{nope"], env);
     expect(notJson.status).toBe(2);
     expect(notJson.stderr).toContain("--data must be JSON");

@@ -49,7 +49,49 @@ function describeReceipt(status: number, r: { run_id: string | null; duplicate: 
   return safe`accepted (${status}): run ${r.run_id ?? ""} started`;
 }
 
+/** A hook for people: where to send, how it verifies, and what it received. */
+function describeHook(url: string, scheme: string, h: any): string {
+  const previous = h.previous_secret_expires_at ? safe`; the replaced one is accepted until ${h.previous_secret_expires_at}` : "";
+  const lines = [
+    safe`${h.id}  POST ${url}`,
+    safe`verify ${scheme}, secret ${h.secret_source ?? "none"}` + previous,
+    safe`accepted ${h.accepted}, filtered ${h.filtered}, duplicates ${h.duplicates}, refused ${h.refused}`,
+  ];
+  if (h.last_accepted_at) lines.push(safe`last accepted ${h.last_accepted_at}`);
+  if (h.last_refused_at) lines.push(safe`last refused ${h.last_refused_at} (${h.last_refused_reason ?? "?"})`);
+  return lines.join("\n");
+}
+
+/** The workflow behind a hook: a usage error when its trigger is not a webhook one. */
+async function hookWorkflow(c: Ctx): Promise<any> {
+  const { data: wf } = await c.api().call("GET", `/workflows/${seg(c.positionals[0])}`);
+  if (wf.trigger?.type !== "webhook" || !wf.hook)
+    throw new UsageError(safe`workflow ${wf.id} has a ${String(wf.trigger?.type)} trigger: only a webhook trigger has a hook`);
+  return wf;
+}
+
 export const HOOK_COMMANDS: Record<string, Command> = {
+  "hooks get": {
+    args: "WORKFLOW_ID",
+    summary: "a webhook-triggered workflow's hook: its URL, scheme and what it accepted and refused",
+    details: "Counts are stored about once a second.",
+    positionals: 1,
+    async run(c) {
+      const wf = await hookWorkflow(c);
+      c.out.line(wf.hook, describeHook(`${c.api().url}/hooks/${wf.hook.id}`, wf.trigger.verify?.scheme, wf.hook));
+    },
+  },
+  "hooks rotate-secret": {
+    args: "WORKFLOW_ID",
+    summary: "a new secret for the hook, printed once; the old one is still accepted for 24 h",
+    details: "A hook verifying with {{secrets.NAME}} rotates by replacing that secret (POST /secrets) instead.",
+    positionals: 1,
+    async run(c) {
+      const { data } = await c.api().call("POST", `/workflows/${seg(c.positionals[0])}/hook/rotate-secret`);
+      const until = data.previous_secret_expires_at ? safe`; the old one is accepted until ${data.previous_secret_expires_at}` : "";
+      c.out.line(data, safe`${data.id}  new secret: ${data.secret} (shown once)` + until);
+    },
+  },
   "hooks test": {
     args: "WORKFLOW_ID [--secret SECRET] [--data JSON | --file PATH] [--header NAME:VALUE ...]",
     summary: "send a correctly signed request to a webhook-triggered workflow's hook, and print the answer",
@@ -68,11 +110,7 @@ export const HOOK_COMMANDS: Record<string, Command> = {
       const extra = headersOf(c);
       const raw = bodyOf(c);
       const api = c.api();
-      const { data: wf } = await api.call("GET", `/workflows/${seg(c.positionals[0])}`);
-      if (wf.trigger?.type !== "webhook" || !wf.hook)
-        throw new UsageError(
-          safe`workflow ${wf.id} has a ${String(wf.trigger?.type)} trigger: hooks test sends to a webhook trigger's hook`,
-        );
+      const wf = await hookWorkflow(c);
       const verify = wf.trigger.verify as HookVerify;
       if (!isSignedScheme(verify?.scheme))
         throw new UsageError(

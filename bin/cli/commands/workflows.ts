@@ -6,7 +6,7 @@ import { safe } from "../printable.logic";
 const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"];
 
 /** A run for people: its status, what it waits for, and each step. */
-function describeRun(r: any): string {
+export function describeRun(r: any): string {
   const lines = [safe`${r.id}  ${r.status}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
   if (r.pending_approval) lines.push(safe`waiting for approval at ${r.pending_approval.step_id}: ${r.pending_approval.message ?? ""}`);
   for (const s of r.steps) {
@@ -59,7 +59,7 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
   },
   "workflows create": {
     args: "--file PATH | --definition JSON",
-    summary: "create a workflow from its definition (name, trigger, steps); its signing secret is printed once",
+    summary: "create a workflow from its definition (name, trigger, steps); its secrets are printed once",
     options: { file: { type: "string" }, definition: { type: "string" } },
     async run(c) {
       const file = optional(c, "file");
@@ -72,8 +72,13 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
         }
       }
       if (!body) throw new UsageError("--file or --definition is required");
-      const { data } = await c.api().call("POST", "/workflows", body);
-      c.out.line(data, safe`${data.id}  ${data.name}  v${data.version}\nsigning secret: ${data.signing_secret} (shown once)`);
+      const api = c.api();
+      const { data } = await api.call("POST", "/workflows", body);
+      const lines = [safe`${data.id}  ${data.name}  v${data.version}`, safe`signing secret: ${data.signing_secret} (shown once)`];
+      if (data.hook) lines.push(safe`hook: POST ${api.url}/hooks/${data.hook.id}`);
+      if (data.hook_secret) lines.push(safe`hook secret: ${data.hook_secret} (shown once)`);
+      if (data.next_run_at) lines.push(safe`next run: ${data.next_run_at}`);
+      c.out.line(data, lines.join("\n"));
     },
   },
   "workflows run": {
