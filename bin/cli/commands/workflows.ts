@@ -6,8 +6,14 @@ import { safe } from "../printable.logic";
 const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"];
 
 /** A run for people: its status, what it waits for, and each step. */
+/** A run's status, with why a queued run waits (its flow-control limit and key, or the start budget). */
+const statusOf = (r: any, withKey = false): string =>
+  r.status === "queued" && r.queued_reason
+    ? `queued (${r.queued_reason}${withKey && r.flow_key ? `, key ${r.flow_key}` : ""})`
+    : String(r.status);
+
 export function describeRun(r: any): string {
-  const lines = [safe`${r.id}  ${r.status}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
+  const lines = [safe`${r.id}  ${statusOf(r, true)}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
   if (r.pending_approval) lines.push(safe`waiting for approval at ${r.pending_approval.step_id}: ${r.pending_approval.message ?? ""}`);
   for (const s of r.steps) {
     const decision = s.decision ? safe` (${s.decision.decision} by ${s.decision.decided_by.key_name ?? s.decision.decided_by.key_id})` : "";
@@ -105,7 +111,14 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
       const query = `limit=${limitOf(c)}${status ? `&status=${status}` : ""}${workflow ? `&workflow_id=${seg(workflow)}` : ""}`;
       const { data } = await c.api().call<any[]>("GET", `/runs?${query}`);
       if (c.out.json) for (const r of data) c.out.line(r);
-      else c.out.line(data, table(data, ["id", "workflow_id", "status", "created_at", "finished_at"]));
+      else
+        c.out.line(
+          data,
+          table(
+            data.map((r) => ({ ...r, status: statusOf(r) })),
+            ["id", "workflow_id", "status", "created_at", "finished_at"],
+          ),
+        );
     },
   },
   "runs get": {
