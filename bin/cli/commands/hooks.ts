@@ -97,9 +97,11 @@ export const HOOK_COMMANDS: Record<string, Command> = {
     summary: "send a correctly signed request to a webhook-triggered workflow's hook, and print the answer",
     details: [
       "Reads the workflow (workflows:read) for its hook and verify scheme, signs the body as that scheme's",
-      `providers do (${SIGNED_SCHEMES.join(", ")}) and POSTs it to the hook, without the API key.`,
+      `providers do (${SIGNED_SCHEMES.join(", ")})`,
+      "and POSTs it to the hook, without the API key.",
       "--secret: the hook's secret (the hook_secret shown when it was made, or the value of the stored",
-      "  {{secrets.NAME}} it verifies with); env HOOK_SECRET keeps it off the command line. Scheme none needs none.",
+      "  {{secrets.NAME}} it verifies with); env HOOK_SECRET keeps it off the command line.",
+      "  Scheme none needs none.",
       "--data: a JSON body (default {}); --file: the file's bytes exactly. Sent as application/json unless",
       "  --header content-type:… says otherwise. --header webhook-id:ID signs Standard Webhooks with that id.",
       "Exit 1 when the hook refuses the request (401 with its reason, 404, 413, 415, 429).",
