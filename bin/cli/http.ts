@@ -15,8 +15,45 @@ export class ApiCallError extends Error {
 export interface Api {
   readonly url: string;
   call<T = any>(method: string, path: string, body?: unknown): Promise<{ data: T; meta?: any }>;
+  /** POSTs `raw` exactly, with `headers` and without the API key (an inbound webhook): the status and the answer. */
+  send<T = any>(path: string, raw: string, headers: Record<string, string>): Promise<{ status: number; data: T }>;
   /** The raw response of a GET (a stream). */
   open(path: string, signal: AbortSignal): Promise<Response>;
+}
+
+async function reachApi(url: string, path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(`${url}${path}`, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new ApiCallError(
+      0,
+      "unreachable",
+      `Cannot reach the API at ${url} (${cause?.code ?? cause?.message ?? String(err)}): is the server running? (API_URL / --api-url)`,
+    );
+  }
+}
+
+/** A response's `{data, meta}`, or its contract error as an ApiCallError. */
+async function answerOf(res: Response): Promise<{ data: any; meta?: any }> {
+  const text = await res.text();
+  let parsed: any;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ApiCallError(res.status, "bad_answer", `The API answered ${res.status} with a body that is not JSON`);
+  }
+  if (!res.ok) {
+    const e = parsed?.error ?? {};
+    const retryAfter = Number(res.headers.get("retry-after") ?? NaN);
+    throw new ApiCallError(
+      res.status,
+      e.code ?? "error",
+      `${res.status} ${e.code ?? ""}: ${e.message ?? text}`.trim(),
+      Number.isFinite(retryAfter) ? retryAfter : undefined,
+    );
+  }
+  return parsed;
 }
 
 export function apiClient(url: string, key: string | undefined): Api {
@@ -24,18 +61,7 @@ export function apiClient(url: string, key: string | undefined): Api {
     if (!key) throw new ApiCallError(0, "missing_api_key", "No API key: pass --api-key or set API_KEY");
     return { authorization: `Bearer ${key}` };
   };
-  const reach = async (path: string, init: RequestInit): Promise<Response> => {
-    try {
-      return await fetch(`${url}${path}`, init);
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new ApiCallError(
-        0,
-        "unreachable",
-        `Cannot reach the API at ${url} (${cause?.code ?? cause?.message ?? String(err)}): is the server running? (API_URL / --api-url)`,
-      );
-    }
-  };
+  const reach = (path: string, init: RequestInit) => reachApi(url, path, init);
   return {
     url,
     async call(method, path, body) {
@@ -44,24 +70,11 @@ export function apiClient(url: string, key: string | undefined): Api {
         headers: { ...headers(), ...(body !== undefined && { "content-type": "application/json" }) },
         ...(body !== undefined && { body: JSON.stringify(body) }),
       });
-      const text = await res.text();
-      let parsed: any;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        throw new ApiCallError(res.status, "bad_answer", `The API answered ${res.status} with a body that is not JSON`);
-      }
-      if (!res.ok) {
-        const e = parsed?.error ?? {};
-        const retryAfter = Number(res.headers.get("retry-after") ?? NaN);
-        throw new ApiCallError(
-          res.status,
-          e.code ?? "error",
-          `${res.status} ${e.code ?? ""}: ${e.message ?? text}`.trim(),
-          Number.isFinite(retryAfter) ? retryAfter : undefined,
-        );
-      }
-      return parsed;
+      return answerOf(res);
+    },
+    async send(path, raw, sent) {
+      const res = await reach(path, { method: "POST", headers: sent, body: raw });
+      return { status: res.status, ...(await answerOf(res)) };
     },
     async open(path, signal) {
       const res = await reach(path, { headers: { ...headers(), accept: "text/event-stream" }, signal });

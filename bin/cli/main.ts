@@ -4,10 +4,12 @@ import { liveServers } from "../server-mark";
 import { UsageError, type Command, type Options, type Values } from "./command";
 import { BULK_COMMANDS } from "./commands/bulk";
 import { EVENT_COMMANDS } from "./commands/events";
+import { HOOK_COMMANDS } from "./commands/hooks";
 import { KEY_COMMANDS } from "./commands/keys";
 import { ORG_COMMANDS } from "./commands/orgs";
 import { RAW_COMMANDS } from "./commands/raw";
 import { RESEND_COMMANDS } from "./commands/resend";
+import { SCHEDULE_COMMANDS } from "./commands/schedules";
 import { STORAGE_COMMANDS } from "./commands/storage";
 import { WEBHOOK_COMMANDS } from "./commands/webhooks";
 import { WORKFLOW_COMMANDS } from "./commands/workflows";
@@ -37,7 +39,9 @@ const COMMANDS: Record<string, Command> = {
   ...EVENT_COMMANDS,
   ...RESEND_COMMANDS,
   ...WORKFLOW_COMMANDS,
+  ...SCHEDULE_COMMANDS,
   ...BULK_COMMANDS,
+  ...HOOK_COMMANDS,
   ...RAW_COMMANDS,
   ...STORAGE_COMMANDS,
 };

@@ -2107,7 +2107,7 @@ export interface components {
     FlowConcurrency: {
       /** @description Runs of one key unfinished at once, at most */
       limit: number;
-      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
+      /** @description A template over the run's input, rendered as text per run (e.g. `{{ input.customer_id }}`). Each `{{ }}` may read `input` only: a blank key, or one whose `{{ }}` names a step, a secret or any other variable or does not compile, is refused `400 parameter_invalid` naming the field (e.g. `concurrency.key`). Text with no `{{ }}` is one constant key for every run, as leaving the key out is (one key for the whole workflow); an input without the field read gives the empty key */
       key?: string;
     };
     /**
@@ -2118,7 +2118,7 @@ export interface components {
       /** @description Runs of one key started per period, at most */
       limit: number;
       period_ms: number;
-      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow; with concurrency too, it may differ from its key */
+      /** @description A template over the run's input, rendered as text per run (e.g. `{{ input.customer_id }}`). Each `{{ }}` may read `input` only: a blank key, or one whose `{{ }}` names a step, a secret or any other variable or does not compile, is refused `400 parameter_invalid` naming the field (e.g. `concurrency.key`). Text with no `{{ }}` is one constant key for every run, as leaving the key out is (one key for the whole workflow); an input without the field read gives the empty key; with concurrency too, it may differ from its key */
       key?: string;
     };
     /**
@@ -2130,7 +2130,7 @@ export interface components {
       period_ms: number;
       /** @description The burst's run starts at most this long after its first start */
       max_wait_ms?: number;
-      /** @description A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow */
+      /** @description A template over the run's input, rendered as text per run (e.g. `{{ input.customer_id }}`). Each `{{ }}` may read `input` only: a blank key, or one whose `{{ }}` names a step, a secret or any other variable or does not compile, is refused `400 parameter_invalid` naming the field (e.g. `concurrency.key`). Text with no `{{ }}` is one constant key for every run, as leaving the key out is (one key for the whole workflow); an input without the field read gives the empty key */
       key?: string;
     };
     /** RunStep */

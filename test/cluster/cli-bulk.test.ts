@@ -64,7 +64,35 @@ describe("runs rerun and runs bulk", () => {
     expect(refused.stderr).toContain("no step 'nope'");
   });
 
-  it("runs bulk cancel --wait, runs bulk-get and runs bulk-cancel", async () => {
+  it("runs list and runs get say why a queued run waits, and its key", async () => {
+    const res = await api(gw, "POST", "/workflows", {
+      key,
+      body: {
+        name: "one at a time",
+        trigger: { type: "manual" },
+        concurrency: { limit: 1, key: "{{ input.customer }}" },
+        steps: [{ id: "gate", type: "approval" }],
+      },
+    });
+    expect(res.status).toBe(201);
+    const wf = res.body.data.id as string;
+    const start = async () => (await api(gw, "POST", `/workflows/${wf}/runs`, { key, body: { input: { customer: "cus_42" } } })).body.data;
+    const first = await start();
+    await waitFor("the first run to wait", async () => runOf(wf, first.id).status === "waiting");
+    const second = await start();
+    expect(second.status).toBe("queued");
+    const human = cliRun(["runs", "get", wf, second.id], env).stdout;
+    expect(human.split("\n")[0]).toMatch(new RegExp(`^${second.id} {2}queued \\(concurrency, key cus_42\\) {2}workflow ${wf} v1`));
+    const rows = cliRun(["runs", "list", "--workflow", wf], env).stdout.trimEnd().split("\n");
+    expect(rows).toHaveLength(3);
+    expect(rows[1]).toMatch(new RegExp(`^${second.id} +${wf} +queued \\(concurrency\\) `));
+    expect(rows[2]).toMatch(new RegExp(`^${first.id} +${wf} +waiting `));
+    // Cancelling the first lets the second go.
+    expect(cliRun(["runs", "cancel", wf, first.id], env).status).toBe(0);
+    await waitFor("the second run to start", async () => runOf(wf, second.id).status === "waiting");
+  });
+
+  it("runs bulk cancel --wait, runs bulk-get, bulk-list and bulk-cancel", async () => {
     const wf = await workflow([{ id: "gate", type: "approval" }]);
     for (let i = 0; i < 60; i++) expect((await api(gw, "POST", `/workflows/${wf}/runs`, { key, body: {} })).status).toBe(201);
     await waitFor(
@@ -93,5 +121,12 @@ describe("runs rerun and runs bulk", () => {
     expect(/[\u001b\u202e]/u.test(shown.stdout)).toBe(false);
     const [listed] = jsonLines(cliRun(["runs", "bulk-get", shown.stdout.split(" ")[0], "--json"], env).stdout);
     expect(listed.filter.failed_step).toBe(hostile);
+    // Both jobs, newest first; a table for people.
+    expect(jsonLines(cliRun(["runs", "bulk-list", "--json"], env).stdout).map((j) => j.id)).toEqual([listed.id, id]);
+    const table = cliRun(["runs", "bulk-list", "--limit", "1"], env).stdout.trimEnd().split("\n");
+    expect(table).toEqual([
+      expect.stringMatching(/^id +action +status +matched +done +failed +created_at$/),
+      expect.stringContaining(listed.id),
+    ]);
   });
 });

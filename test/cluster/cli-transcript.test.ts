@@ -44,6 +44,10 @@ function normaliser() {
         if (!ids.has(whole)) ids.set(whole, `${prefix}_${String(ids.size + 1).padStart(26, "0")}`);
         return ids.get(whole)!;
       })
+      .replace(/\bhk_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g, (whole) => {
+        if (!ids.has(whole)) ids.set(whole, `hk_${String(ids.size + 1).padStart(32, "0")}`);
+        return ids.get(whole)!;
+      })
       .replace(/\bwhsec_[A-Za-z0-9+/=]+/g, (s) => `whsec_${"x".repeat(s.length - 6)}`)
       .replace(/\bsvc_(live|test)_[A-Za-z0-9_-]+/g, (s, env: string) => `svc_${env}_${"x".repeat(s.length - env.length - 5)}`)
       .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z/g, (s) => (s.length === 24 ? "2026-01-15T10:00:00.000Z" : "2026-01-15T10:00:00Z"))
@@ -163,6 +167,39 @@ describe("the CLI transcript (docs/cli-transcript.md)", () => {
       before: () => waitFor("the run to end", async () => (await runStatus()) === "succeeded"),
     });
     await run({ say: "Any other path of the API, its answer printed whole:", args: ["get", `/workflows/${ids.wf}/runs?per_page=1`] });
+    const inbound = await run({
+      say: "A workflow started by a provider's signed request (an inbound webhook); the hook's address and secret are printed once:",
+      args: [
+        "workflows",
+        "create",
+        "--definition",
+        JSON.stringify({
+          name: "GitHub pushes",
+          trigger: { type: "webhook", verify: { scheme: "github" } },
+          steps: [{ id: "note", type: "set", output: { ref: "{{ input.request.body.ref }}" } }],
+        }),
+      ],
+    });
+    ids.inbound = /^(wf_\w+)/.exec(inbound)![1]!;
+    const hookSecret = /hook secret: (whsec_\S+)/.exec(inbound)![1]!;
+    env.HOOK_SECRET = hookSecret;
+    const data = '{"ref":"refs/heads/main"}';
+    await run({
+      say: "With the hook's secret in `HOOK_SECRET`, a request signed as GitHub signs it, sent to the hook:",
+      args: ["hooks", "test", ids.inbound, "--data", data, "--header", "x-github-event:push"],
+      shown: `hooks test ${ids.inbound} --data '${data}' --header x-github-event:push`,
+    });
+    delete env.HOOK_SECRET;
+    await run({
+      say: "What the hook has received (counts are stored about once a second):",
+      args: ["hooks", "get", ids.inbound],
+      before: () =>
+        waitFor("the hook's count", async () => {
+          const res = await api(gw, "GET", `/workflows/${ids.inbound}`, { key: env.API_KEY });
+          return res.body.data.hook.accepted === 1;
+        }),
+    });
+
     await run({ say: "A mistake in the command line exits 2 with the command's usage:", args: ["trigger", "webhook.disabled"] }, 2);
 
     const doc = [

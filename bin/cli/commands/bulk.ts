@@ -1,4 +1,5 @@
-import { optional, seg, UsageError, type Command, type Ctx } from "../command";
+import { limitOf, optional, seg, UsageError, type Command, type Ctx } from "../command";
+import { table } from "../output";
 import { safe } from "../printable.logic";
 
 const ACTIONS = ["retry", "rerun", "cancel"];
@@ -60,6 +61,16 @@ export const BULK_COMMANDS: Record<string, Command> = {
       }
       c.out.line(data, describeJob(data));
       return c.values.wait === true && (data.status === "running" || data.failed > 0) ? 1 : 0;
+    },
+  },
+  "runs bulk-list": {
+    args: "[--limit N]",
+    summary: "the bulk jobs of the key's environment, newest first",
+    options: { limit: { type: "string" } },
+    async run(c) {
+      const { data } = await c.api().call<any[]>("GET", `/runs/bulk?limit=${limitOf(c)}`);
+      if (c.out.json) for (const j of data) c.out.line(j);
+      else c.out.line(data, table(data, ["id", "action", "status", "matched", "done", "failed", "created_at"]));
     },
   },
   "runs bulk-get": {

@@ -6,8 +6,14 @@ import { safe } from "../printable.logic";
 const RUN_STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"];
 
 /** A run for people: its status, what it waits for, and each step. */
-function describeRun(r: any): string {
-  const lines = [safe`${r.id}  ${r.status}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
+/** A run's status, with why a queued run waits (its flow-control limit and key, or the start budget). */
+const statusOf = (r: any, withKey = false): string =>
+  r.status === "queued" && r.queued_reason
+    ? `queued (${r.queued_reason}${withKey && r.flow_key ? `, key ${r.flow_key}` : ""})`
+    : String(r.status);
+
+export function describeRun(r: any): string {
+  const lines = [safe`${r.id}  ${statusOf(r, true)}  workflow ${r.workflow_id} v${r.workflow_version}  created ${r.created_at}`];
   if (r.pending_approval) lines.push(safe`waiting for approval at ${r.pending_approval.step_id}: ${r.pending_approval.message ?? ""}`);
   for (const s of r.steps) {
     const decision = s.decision ? safe` (${s.decision.decision} by ${s.decision.decided_by.key_name ?? s.decision.decided_by.key_id})` : "";
@@ -59,7 +65,7 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
   },
   "workflows create": {
     args: "--file PATH | --definition JSON",
-    summary: "create a workflow from its definition (name, trigger, steps); its signing secret is printed once",
+    summary: "create a workflow from its definition (name, trigger, steps); its secrets are printed once",
     options: { file: { type: "string" }, definition: { type: "string" } },
     async run(c) {
       const file = optional(c, "file");
@@ -72,8 +78,13 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
         }
       }
       if (!body) throw new UsageError("--file or --definition is required");
-      const { data } = await c.api().call("POST", "/workflows", body);
-      c.out.line(data, safe`${data.id}  ${data.name}  v${data.version}\nsigning secret: ${data.signing_secret} (shown once)`);
+      const api = c.api();
+      const { data } = await api.call("POST", "/workflows", body);
+      const lines = [safe`${data.id}  ${data.name}  v${data.version}`, safe`signing secret: ${data.signing_secret} (shown once)`];
+      if (data.hook) lines.push(safe`hook: POST ${api.url}/hooks/${data.hook.id}`);
+      if (data.hook_secret) lines.push(safe`hook secret: ${data.hook_secret} (shown once)`);
+      if (data.next_run_at) lines.push(safe`next run: ${data.next_run_at}`);
+      c.out.line(data, lines.join("\n"));
     },
   },
   "workflows run": {
@@ -100,7 +111,14 @@ export const WORKFLOW_COMMANDS: Record<string, Command> = {
       const query = `limit=${limitOf(c)}${status ? `&status=${status}` : ""}${workflow ? `&workflow_id=${seg(workflow)}` : ""}`;
       const { data } = await c.api().call<any[]>("GET", `/runs?${query}`);
       if (c.out.json) for (const r of data) c.out.line(r);
-      else c.out.line(data, table(data, ["id", "workflow_id", "status", "created_at", "finished_at"]));
+      else
+        c.out.line(
+          data,
+          table(
+            data.map((r) => ({ ...r, status: statusOf(r) })),
+            ["id", "workflow_id", "status", "created_at", "finished_at"],
+          ),
+        );
     },
   },
   "runs get": {

@@ -1,11 +1,17 @@
 /** Workflows' flow control per key (docs/workflows/README.md#flow-control). */
 import { type JsonSchema, object } from "./common";
 
+/** The rule services/workflows/flow-control.logic.ts (keyTemplate) enforces, stated for clients. */
 const key: JsonSchema = {
   type: "string",
   minLength: 1,
   maxLength: 1000,
-  description: "A template over the run's input (e.g. `{{ input.customer_id }}`); absent: one key for the whole workflow",
+  pattern: "\\S",
+  description:
+    "A template over the run's input, rendered as text per run (e.g. `{{ input.customer_id }}`). Each `{{ }}` may read `input` only: " +
+    "a blank key, or one whose `{{ }}` names a step, a secret or any other variable or does not compile, is refused " +
+    "`400 parameter_invalid` naming the field (e.g. `concurrency.key`). Text with no `{{ }}` is one constant key for every run, " +
+    "as leaving the key out is (one key for the whole workflow); an input without the field read gives the empty key",
 };
 
 export const FLOW_RESOURCES: Record<string, JsonSchema> = {

@@ -51,6 +51,21 @@ describe("checkFlow", () => {
     expect(paramOf(() => checkFlow({ throttle: { limit: 1, period_ms: 100, key: "{{ steps.a.output }}" } }))).toBe("throttle.key");
   });
 
+  it("holds the API reference's rule: text without {{ }} is a constant key, a blank one is refused", () => {
+    // shared/api/schemas/flow.ts states it as `pattern: "\\S"`.
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 50 }).filter((s) => !s.includes("{{")),
+        (key) => {
+          const param = paramOf(() => checkFlow({ debounce: { period_ms: 100, key } }));
+          expect(param).toBe(/\S/.test(key) ? undefined : "debounce.key");
+        },
+      ),
+    );
+    expect(checkFlow({ concurrency: { limit: 1, key: "all" } })).toEqual({ concurrency: { limit: 1, key: "all" } });
+    expect(keyOf("all", { a: 1 })).toBe("all");
+  });
+
   it("counts a throttle over another key than the concurrency's under its own key", () => {
     const run = { id: "run_1", input: { a: "x", b: "y" }, due_at: 10 } as unknown as RunDoc;
     const wf = {
