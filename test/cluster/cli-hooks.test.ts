@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cliRun } from "../../tools/procs";
+import { cliRun, waitForServerMark } from "../../tools/procs";
 import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 
@@ -28,10 +28,7 @@ beforeAll(async () => {
     SECRETS_KEYS: `k1:${randomBytes(32).toString("base64")}`,
   });
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor(
-    "the server's mark in DATA_DIR",
-    () => !cliRun(["orgs", "list"], { DATA_DIR: dir.path }).stderr.includes("no running server"),
-  );
+  await waitForServerMark(dir.path, server);
   key = runCli(["orgs", "create", "--name", "Hooks"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
   await waitForGateway(gw, key);
   // HOOK_SECRET empty: a secret in the test's own environment cannot stand in for --secret.

@@ -1,4 +1,4 @@
-import { cliRun } from "../../tools/procs";
+import { cliRun, waitForServerMark } from "../../tools/procs";
 import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 
@@ -19,10 +19,7 @@ beforeAll(async () => {
   const port = await freePort();
   server = startNode("cli-schedules", { DATA_DIR: dir.path, PORT: String(port), RATE_LIMIT_MAX: "1000000" });
   gw = `http://127.0.0.1:${port}/v1`;
-  await waitFor(
-    "the server's mark in DATA_DIR",
-    () => !cliRun(["orgs", "list"], { DATA_DIR: dir.path }).stderr.includes("no running server"),
-  );
+  await waitForServerMark(dir.path, server);
   key = runCli(["orgs", "create", "--name", "Schedules"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
   await waitForGateway(gw, key);
   env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };
