@@ -4,7 +4,7 @@
  * children's counts and a bounded list of them, a `run_workflow` step with its child. Without a
  * run it is the definition; with one, each node carries its step's status, why it was skipped,
  * what it waits for and until when, and the child runs found for it. Pure: the page reads the run
- * and one page of its children, this lays them out.
+ * and a page of each such step's children (graph-reads.logic.ts), this lays them out.
  */
 import type { Run, RunStep, Step, StepStatus } from "../../../../shared/api/wire";
 import { skipReasonOf, type SkipReason } from "./run-facts.logic";
@@ -88,10 +88,15 @@ export interface Graph {
   edges: Edge[];
 }
 
-/** A run as the graph reads it, and the children the page read (`GET /runs?parent_run_id=`, newest first). */
+/**
+ * A run as the graph reads it, and the children the page read of its steps (`GET
+ * /runs?parent_run_id=&step_id=`: each item's newest first), and of the runs of its parallels'
+ * branches, by the branch run's id.
+ */
 export interface RunState {
   run: Pick<Run, "status" | "steps" | "workflow_id">;
   children: readonly Pick<Run, "id" | "status" | "steps" | "workflow_id" | "parent">[];
+  below?: ReadonlyMap<string, RunState["children"]>;
 }
 
 type Child = RunState["children"][number];
@@ -202,7 +207,9 @@ function branchLanes(key: string, step: Extract<Step, { type: "parallel" }>, ctx
             index,
           }
         : null;
-    const inner: Context = { state: found ? { run: found, children: [] } : null, graph: ctx.graph, bare: false };
+    const below = ctx.state?.below;
+    const state = found ? { run: found, children: below?.get(found.id) ?? [], ...(below && { below }) } : null;
+    const inner: Context = { state, graph: ctx.graph, bare: false };
     return { key: `${key}.${name}`, name, child, nodes: sequence(`${key}.${name}`, steps, inner) };
   });
 }
