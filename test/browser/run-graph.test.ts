@@ -325,6 +325,11 @@ describe("the run graph reads each step's own children", () => {
     await both.getByRole("listitem", { name: "Branch crm" }).getByRole("listitem", { name: "contact (set): succeeded" }).waitFor();
     const inner = both.getByRole("listitem", { name: "Branch bulk" }).getByRole("listitem", { name: "inner (map): succeeded" });
     expect((await listed(inner, "inner")).map((t) => t.replace(/run_\w+/, "run"))).toEqual(range(4).map((i) => `#${i} run succeeded`));
+    // Its children are the branch run's: the link lists them there.
+    const bulkRun = await text(both.getByRole("listitem", { name: "Branch bulk" }).locator(".g-lane-head a"));
+    expect(await inner.getByRole("link", { name: "The children list" }).getAttribute("href")).toBe(
+      `#/workflows/${wf}/runs/${bulkRun}/children`,
+    );
     await screenshot(page, "64-run-graph-older-children");
   });
 });

@@ -116,6 +116,8 @@ describe("the children the run graph reads", () => {
       below: new Map([["run_crm", items]]),
     });
     const inner = g.top[0].lanes[0].nodes[0];
+    // Its children are the branch run's, listed under it; the parallel's are the run's own.
+    expect([g.top[0].inRun, inner.inRun]).toEqual([null, { runId: "run_crm", workflowId: "wf_parent" }]);
     expect([inner.status, inner.children.map((c) => [c.index, c.runId, c.status])]).toEqual([
       "waiting",
       [

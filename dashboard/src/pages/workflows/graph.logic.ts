@@ -65,6 +65,8 @@ export interface GraphNode {
   lanes: Lane[];
   /** run_workflow and map: the saved workflow they run, when the definition names one (not a template). */
   workflowId: string | null;
+  /** A step of a branch's run: that run, whose children list is its children's (null: the run drawn). */
+  inRun: { runId: string; workflowId: string } | null;
 }
 
 export interface Lane {
@@ -209,7 +211,8 @@ function branchLanes(key: string, step: Extract<Step, { type: "parallel" }>, ctx
         : null;
     const below = ctx.state?.below;
     const state = found ? { run: found, children: below?.get(found.id) ?? [], ...(below && { below }) } : null;
-    const inner: Context = { state, graph: ctx.graph, bare: false };
+    const inRun = found ? { runId: found.id, workflowId: found.workflow_id } : null;
+    const inner: Context = { state, graph: ctx.graph, bare: false, inRun };
     return { key: `${key}.${name}`, name, child, nodes: sequence(`${key}.${name}`, steps, inner) };
   });
 }
@@ -220,6 +223,8 @@ interface Context {
   graph: Graph;
   /** Steps known only by the run's own record (id, type, status): their definition is no longer kept. */
   bare: boolean;
+  /** The branch run these steps are of, below the run drawn. */
+  inRun?: GraphNode["inRun"];
 }
 
 const skippedOf = (state: RunStep | undefined, step: Step, ctx: Context) =>
@@ -239,6 +244,7 @@ const bareNode = (key: string, step: Step): GraphNode => ({
   counts: null,
   lanes: [],
   workflowId: null,
+  inRun: null,
 });
 
 function nodeOf(prefix: string, step: Step, ctx: Context): GraphNode {
@@ -270,6 +276,7 @@ function nodeOf(prefix: string, step: Step, ctx: Context): GraphNode {
     counts: step.type === "map" || step.type === "parallel" ? countsOf(state) : null,
     lanes,
     workflowId: step.type === "run_workflow" || step.type === "map" ? literalWorkflow(step.workflow_id) : null,
+    inRun: ctx.inRun ?? null,
   };
 }
 
