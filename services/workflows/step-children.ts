@@ -30,38 +30,45 @@ export async function stepChildren(
     return { items: items.map(runView), ...total, page: params.page, per_page: params.per_page };
   }
   const { limit, starting_after, ending_before } = cursor;
-  const total = cappedTotal(runs, tenant, filter);
   const from = starting_after ?? ending_before;
-  let found: RunDoc[];
-  if (from === undefined) found = await runs.find(tenant, filter, { sort: ITEM_ORDER, limit: limit + 1 });
-  else {
-    const at = await placeOf(runs, tenant, filter, from, starting_after !== undefined ? "starting_after" : "ending_before");
-    // The rest of the cursor's item, then the items after (or before) it: one more than asked, to tell whether there is more.
-    const forward = starting_after !== undefined;
-    const same = await runs.find(
-      tenant,
-      { ...idBounded(filter, forward ? "$lt" : "$gt", from), "parent.index": at },
-      {
-        sort: { id: forward ? -1 : 1 },
-        limit: limit + 1,
-      },
-    );
-    const others =
-      same.length > limit
-        ? []
-        : await runs.find(
-            tenant,
-            { ...filter, "parent.index": { [forward ? "$gt" : "$lt"]: at } },
-            {
-              sort: forward ? ITEM_ORDER : BACKWARDS,
-              limit: limit + 1 - same.length,
-            },
-          );
-    found = [...same, ...others];
-  }
+  const at =
+    from === undefined
+      ? undefined
+      : await placeOf(runs, tenant, filter, from, starting_after !== undefined ? "starting_after" : "ending_before");
+  const [found, total] = await Promise.all([
+    from === undefined || at === undefined
+      ? runs.find(tenant, filter, { sort: ITEM_ORDER, limit: limit + 1 })
+      : around(runs, tenant, filter, { id: from, index: at, forward: starting_after !== undefined, want: limit + 1 }),
+    cappedTotal(runs, tenant, filter),
+  ]);
   const items = found.slice(0, limit);
   if (ending_before !== undefined) items.reverse();
-  return { items: items.map(runView), ...(await total), limit, has_more: found.length > limit };
+  return { items: items.map(runView), ...total, limit, has_more: found.length > limit };
+}
+
+/**
+ * `want` children after (forward) or before the cursor's run in item order, nearest first: the rest
+ * of its item, then the items after (or before) it.
+ */
+async function around(
+  runs: ReadView<RunDoc>,
+  tenant: Tenant,
+  filter: Filter,
+  at: { id: string; index: number; forward: boolean; want: number },
+): Promise<RunDoc[]> {
+  const { forward, want } = at;
+  const same = await runs.find(
+    tenant,
+    { ...idBounded(filter, forward ? "$lt" : "$gt", at.id), "parent.index": at.index },
+    { sort: { id: forward ? -1 : 1 }, limit: want },
+  );
+  if (same.length >= want) return same;
+  const others = await runs.find(
+    tenant,
+    { ...filter, "parent.index": { [forward ? "$gt" : "$lt"]: at.index } },
+    { sort: forward ? ITEM_ORDER : BACKWARDS, limit: want - same.length },
+  );
+  return [...same, ...others];
 }
 
 /** The item index of the cursor's run, which must be a child of the listed step. */
