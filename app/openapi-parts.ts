@@ -16,6 +16,19 @@ import type { Json } from "./openapi-rules";
  * the operation's description and as `x-exclusive-query`, which the fuzz test honours.
  */
 export const EXCLUSIVE_QUERY: Record<string, readonly string[]> = { "orgs.auditLog": AUDIT_FILTERS };
+/**
+ * Query parameters an operation takes only with another (the parameter: the one it needs), else a
+ * 400 naming it: stated in the parameter's description and as `x-requires-query`, which the fuzz test honours.
+ */
+export const REQUIRES_QUERY: Record<string, Record<string, string>> = { "workflows.listAllRuns": { step_id: "parent_run_id" } };
+/** The words for one operation's own query parameters. */
+export const OPERATION_QUERY_DOCS: Record<string, Record<string, string>> = {
+  "workflows.listAllRuns": {
+    parent_run_id: "A run's child runs (those its run_workflow, map and parallel steps started), newest first",
+    step_id:
+      "Only with parent_run_id (else 400): the children of that run's step, in item order instead of newest first: `parent.index` ascending (a map's items #0, #1, …; a parallel's branches as written), each item's newest run first (a retried step runs an item again)",
+  },
+};
 export const TAGS: Record<string, { name: string; description: string }> = {
   me: { name: "Organizations", description: "Who a key is, organizations, their members and environments" },
   orgs: { name: "Organizations", description: "Who a key is, organizations, their members and environments" },

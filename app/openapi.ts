@@ -10,6 +10,8 @@ import {
   errorResponses,
   EXCLUSIVE_QUERY,
   header,
+  OPERATION_QUERY_DOCS,
+  REQUIRES_QUERY,
   headerComponents,
   PARAMETER_COMPONENTS,
   QUERY_DOCS,
@@ -69,7 +71,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
     if (route.method === "GET" || route.method === "DELETE") {
       for (const [name, rule] of Object.entries(rest)) {
         if (name.startsWith("$$")) continue;
-        const description = QUERY_DOCS[name];
+        const description = OPERATION_QUERY_DOCS[route.action]?.[name] ?? QUERY_DOCS[name];
         parameters.push({
           name,
           in: "query",
@@ -140,6 +142,7 @@ export function openApiDocument(routes: readonly RouteDef[], schemas: Partial<Re
             : `Needs the \`${route.scope}\` scope.`) +
         (EXCLUSIVE_QUERY[route.action] ? ` Filter by one of ${EXCLUSIVE_QUERY[route.action].join(", ")} at a time.` : ""),
       ...(EXCLUSIVE_QUERY[route.action] && { "x-exclusive-query": [...EXCLUSIVE_QUERY[route.action]] }),
+      ...(REQUIRES_QUERY[route.action] && { "x-requires-query": { ...REQUIRES_QUERY[route.action] } }),
       security: route.inbound ? [] : [{ bearer: route.scope === null ? [] : [route.scope] }],
       parameters,
       ...(requestBody && { requestBody }),

@@ -6756,7 +6756,10 @@ export interface operations {
         ending_before?: string;
         status?: "queued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
         workflow_id?: string;
+        /** @description A run's child runs (those its run_workflow, map and parallel steps started), newest first */
         parent_run_id?: string;
+        /** @description Only with parent_run_id (else 400): the children of that run's step, in item order instead of newest first: `parent.index` ascending (a map's items #0, #1, …; a parallel's branches as written), each item's newest run first (a retried step runs an item again) */
+        step_id?: string;
         created_after?: string;
         created_before?: string;
       };

@@ -1,6 +1,6 @@
 import type { Context, ServiceSchema } from "moleculer";
 import { actorOf, tenantOf, type CallMeta } from "../../shared/api/context";
-import { ApiError, notFound } from "../../shared/errors";
+import { ApiError, invalidParam, notFound } from "../../shared/errors";
 import { runRowsOf, Tally, type RunOutcomeRow } from "../../shared/records/outcomes";
 import { traceOf } from "../../shared/runtime/trace";
 import { GAUGE_COUNT_CAP, GAUGE_INTERVAL_MS, Metrics } from "../../shared/runtime/metrics";
@@ -25,6 +25,7 @@ import type { RunStartsMethods } from "./run-starts.mixin";
 import type { Shares } from "./tenant-slots";
 import { approve, cancel, reject, retry, type Decider } from "./run-decisions.logic";
 import { rerunFrom } from "./rerun-from.logic";
+import { stepChildren } from "./step-children";
 import type { RunDoc } from "./run-doc";
 import { runView, type RunView } from "./run-view.logic";
 import { updateOf, type RunWrite } from "./run-write.logic";
@@ -159,11 +160,16 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
       },
     },
 
-    /** GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow, parent run and creation time. */
+    /**
+     * GET /runs — workflows:read; every workflow's runs, newest first, by status, workflow, parent run
+     * and creation time; a parent run's step's children (`step_id`) in item order.
+     */
     listAllRuns: {
       params: listAllRunsParams,
       handler(ctx: Ctx<ListAllRunsParams>): Promise<ListResult<RunView>> {
-        const { status, workflow_id, created_after, created_before } = ctx.params;
+        const { status, workflow_id, parent_run_id, step_id, created_after, created_before } = ctx.params;
+        if (step_id !== undefined && parent_run_id === undefined)
+          throw invalidParam("step_id", "step_id lists one step's child runs: send it with parent_run_id, the run whose step it is");
         // A creation time range is a range of ids (they are time-ordered): it reads along the id index.
         const range = {
           ...(created_after !== undefined && { $gte: idFloorAt("run", instantOf("created_after", created_after)) }),
@@ -171,10 +177,17 @@ export const RunsMixin: Partial<ServiceSchema<PlatformSettings, RunsMethods, Run
         };
         const filter: Filter = {
           ...(workflow_id && { workflow_id }),
-          ...(ctx.params.parent_run_id && { "parent.run_id": ctx.params.parent_run_id }),
+          ...(parent_run_id && { "parent.run_id": parent_run_id }),
           ...(status && { status }),
           ...(Object.keys(range).length > 0 && { id: range }),
         };
+        if (parent_run_id !== undefined && step_id !== undefined)
+          return stepChildren(
+            this.runs,
+            tenantOf(ctx),
+            { ...filter, "parent.run_id": parent_run_id, "parent.step_id": step_id },
+            ctx.params,
+          );
         return newestFirst(this.runs, tenantOf(ctx), filter, ctx.params, runView);
       },
     },

@@ -141,13 +141,19 @@ export interface DecideParams extends RunParams {
 }
 
 const instant = { type: "string", min: 1, max: 64, optional: true } as const;
-/** GET /runs: every workflow's runs, newest first, by status, workflow and creation time (`created_after` ≤ created_at < `created_before`). */
+/** A step's id, as a definition writes it (shared/api/schemas/steps.ts). */
+export const STEP_ID = /^[a-z][a-z0-9_]{0,49}$/;
+/**
+ * GET /runs: every workflow's runs, newest first, by status, workflow and creation time (`created_after` ≤ created_at < `created_before`);
+ * with `step_id` (and `parent_run_id`), that step's children in item order (step-children.ts).
+ */
 export const listAllRunsParams = {
   $$strict: true,
   ...pageParams,
   status: { type: "enum", values: RUN_STATUS_VALUES, optional: true },
   workflow_id: { ...id, optional: true },
   parent_run_id: { ...id, optional: true },
+  step_id: { type: "string", pattern: STEP_ID, optional: true },
   created_after: instant,
   created_before: instant,
 } as const;
@@ -155,6 +161,7 @@ export interface ListAllRunsParams extends PageParams {
   status?: string;
   workflow_id?: string;
   parent_run_id?: string;
+  step_id?: string;
   created_after?: string;
   created_before?: string;
 }

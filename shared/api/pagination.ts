@@ -193,7 +193,7 @@ export async function newestFirst<T extends Doc, V>(
 }
 
 /** The filter with `id` also below (`$lt`) or above (`$gt`) `cursor`, keeping a range the list's own filter puts on ids (a date range). */
-function idBounded(filter: Filter, op: "$lt" | "$gt", cursor: string): Filter {
+export function idBounded(filter: Filter, op: "$lt" | "$gt", cursor: string): Filter {
   const own = filter.id;
   if (own === undefined) return { ...filter, id: { [op]: cursor } };
   if (typeof own !== "object" || own === null) return filter;

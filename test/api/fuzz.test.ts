@@ -156,6 +156,9 @@ function requestOf(route: RouteDef, op: any, g: Generation): fc.Arbitrary<() => 
     // Filters the document says go one at a time (x-exclusive-query): the first one drawn stays.
     const exclusive: string[] = op["x-exclusive-query"] ?? [];
     for (const name of exclusive.filter((n) => params[n] !== undefined).slice(1)) delete params[name];
+    // A parameter taken only with another (x-requires-query) goes when the other was not drawn.
+    const requires: Record<string, string> = op["x-requires-query"] ?? {};
+    for (const [name, needed] of Object.entries(requires)) if (params[needed] === undefined) delete params[name];
     const search = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
     return { path, query: search ? `?${search}` : "", absent };
   });

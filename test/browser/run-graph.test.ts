@@ -286,3 +286,50 @@ describe("a map in the run graph", () => {
     await phone.context().close();
   });
 });
+
+describe("the run graph reads each step's own children", () => {
+  it("lists a map's items #0 to #9 and a branch's steps when 25 newer children came after them, and a map inside a branch", async () => {
+    const square = [{ id: "sq", type: "set", output: "{{ input.item * input.item }}" }];
+    const wf = await workflow("Older first", [
+      {
+        id: "both",
+        type: "parallel",
+        branches: {
+          crm: [{ id: "contact", type: "set", output: { crm: 1 } }],
+          bulk: [{ id: "inner", type: "map", items: [0, 1, 2, 3], max_concurrency: 2, steps: square }],
+        },
+      },
+      { id: "first", type: "map", items: "{{ input.first }}", max_concurrency: 5, steps: square },
+      { id: "later", type: "map", items: "{{ input.later }}", max_concurrency: 10, steps: square },
+    ]);
+    const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+    const runId = (await call("POST", `/workflows/${wf}/runs`, { input: { first: range(14), later: range(30) } })).body.data.id;
+    await runWhen(wf, runId, "the run ends", (r) => r.status === "succeeded");
+    // The run's newest 25 children are all the later map's: the others are older than a page of them.
+    const newest = (await call("GET", `/runs?parent_run_id=${runId}&per_page=25`)).body.data;
+    expect(new Set(newest.map((c: any) => c.parent.step_id))).toEqual(new Set(["later"]));
+
+    await page.goto(dashboard(`#/workflows/${wf}/runs/${runId}`));
+    const listed = async (node: Locator, id: string) => {
+      const items = node.getByRole("list", { name: `Children of ${id}` }).getByRole("listitem");
+      await items.first().waitFor();
+      return (await items.evaluateAll((lis) => lis.map((li) => li.textContent ?? ""))).map((t) => t.replace(/\s+/g, " ").trim());
+    };
+    const first = node("Run graph", "first (map): succeeded");
+    const shown = await listed(first, "first");
+    expect(shown.map((t) => t.split(" ")[0])).toEqual(range(10).map((i) => `#${i}`));
+    expect(shown.every((t) => / run_\w+ succeeded$/.test(t))).toBe(true);
+    expect(await text(first.locator(".g-counts"))).toBe("14 children: 14 succeeded");
+
+    const both = node("Run graph", "both (parallel): succeeded");
+    await both.getByRole("listitem", { name: "Branch crm" }).getByRole("listitem", { name: "contact (set): succeeded" }).waitFor();
+    const inner = both.getByRole("listitem", { name: "Branch bulk" }).getByRole("listitem", { name: "inner (map): succeeded" });
+    expect((await listed(inner, "inner")).map((t) => t.replace(/run_\w+/, "run"))).toEqual(range(4).map((i) => `#${i} run succeeded`));
+    // Its children are the branch run's: the link lists them there.
+    const bulkRun = await text(both.getByRole("listitem", { name: "Branch bulk" }).locator(".g-lane-head a"));
+    expect(await inner.getByRole("link", { name: "The children list" }).getAttribute("href")).toBe(
+      `#/workflows/${wf}/runs/${bulkRun}/children`,
+    );
+    await screenshot(page, "64-run-graph-older-children");
+  });
+});

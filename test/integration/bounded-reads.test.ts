@@ -240,6 +240,9 @@ const PATHS = () => [
   // A run's children, through the sparse index of child runs (none here: the runs grown are not children).
   `/runs?parent_run_id=run_0000000000000000000000000a`,
   `/runs?parent_run_id=run_0000000000000000000000000a&status=succeeded&limit=10`,
+  // One step's children in item order, through the step-children index.
+  `/runs?parent_run_id=run_0000000000000000000000000a&step_id=each`,
+  `/runs?parent_run_id=run_0000000000000000000000000a&step_id=each&status=failed&limit=10`,
   "/runs/bulk",
   `/runs/bulk/${bulkJob.id}`,
   "/api-keys",

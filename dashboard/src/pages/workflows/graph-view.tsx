@@ -102,6 +102,8 @@ function Counts({ counts, what }: { counts: FanCounts; what: string }) {
 
 function MapChildren({ node, drawing }: { node: GraphNode; drawing: Drawing }) {
   const more = Math.max(0, (node.counts?.count ?? 0) - node.children.length);
+  // A map in a branch lists its children under the branch's run.
+  const list = node.inRun ? href("workflows", node.inRun.workflowId, "runs", node.inRun.runId, "children") : drawing.childrenHref;
   return (
     <>
       {node.children.length > 0 && (
@@ -113,9 +115,9 @@ function MapChildren({ node, drawing }: { node: GraphNode; drawing: Drawing }) {
           ))}
         </ul>
       )}
-      {drawing.childrenHref && node.counts && (
+      {list && node.counts && (
         <p class="small">
-          <a href={drawing.childrenHref}>{more > 0 ? `All ${node.counts.count} children` : "The children list"}</a>
+          <a href={list}>{more > 0 ? `All ${node.counts.count} children` : "The children list"}</a>
         </p>
       )}
     </>

@@ -4,7 +4,7 @@
  * children's counts and a bounded list of them, a `run_workflow` step with its child. Without a
  * run it is the definition; with one, each node carries its step's status, why it was skipped,
  * what it waits for and until when, and the child runs found for it. Pure: the page reads the run
- * and one page of its children, this lays them out.
+ * and a page of each such step's children (graph-reads.logic.ts), this lays them out.
  */
 import type { Run, RunStep, Step, StepStatus } from "../../../../shared/api/wire";
 import { skipReasonOf, type SkipReason } from "./run-facts.logic";
@@ -65,6 +65,8 @@ export interface GraphNode {
   lanes: Lane[];
   /** run_workflow and map: the saved workflow they run, when the definition names one (not a template). */
   workflowId: string | null;
+  /** A step of a branch's run: that run, whose children list is its children's (null: the run drawn). */
+  inRun: { runId: string; workflowId: string } | null;
 }
 
 export interface Lane {
@@ -88,10 +90,15 @@ export interface Graph {
   edges: Edge[];
 }
 
-/** A run as the graph reads it, and the children the page read (`GET /runs?parent_run_id=`, newest first). */
+/**
+ * A run as the graph reads it, and the children the page read of its steps (`GET
+ * /runs?parent_run_id=&step_id=`: each item's newest first), and of the runs of its parallels'
+ * branches, by the branch run's id.
+ */
 export interface RunState {
   run: Pick<Run, "status" | "steps" | "workflow_id">;
   children: readonly Pick<Run, "id" | "status" | "steps" | "workflow_id" | "parent">[];
+  below?: ReadonlyMap<string, RunState["children"]>;
 }
 
 type Child = RunState["children"][number];
@@ -202,7 +209,10 @@ function branchLanes(key: string, step: Extract<Step, { type: "parallel" }>, ctx
             index,
           }
         : null;
-    const inner: Context = { state: found ? { run: found, children: [] } : null, graph: ctx.graph, bare: false };
+    const below = ctx.state?.below;
+    const state = found ? { run: found, children: below?.get(found.id) ?? [], ...(below && { below }) } : null;
+    const inRun = found ? { runId: found.id, workflowId: found.workflow_id } : null;
+    const inner: Context = { state, graph: ctx.graph, bare: false, inRun };
     return { key: `${key}.${name}`, name, child, nodes: sequence(`${key}.${name}`, steps, inner) };
   });
 }
@@ -213,6 +223,8 @@ interface Context {
   graph: Graph;
   /** Steps known only by the run's own record (id, type, status): their definition is no longer kept. */
   bare: boolean;
+  /** The branch run these steps are of, below the run drawn. */
+  inRun?: GraphNode["inRun"];
 }
 
 const skippedOf = (state: RunStep | undefined, step: Step, ctx: Context) =>
@@ -232,6 +244,7 @@ const bareNode = (key: string, step: Step): GraphNode => ({
   counts: null,
   lanes: [],
   workflowId: null,
+  inRun: null,
 });
 
 function nodeOf(prefix: string, step: Step, ctx: Context): GraphNode {
@@ -263,6 +276,7 @@ function nodeOf(prefix: string, step: Step, ctx: Context): GraphNode {
     counts: step.type === "map" || step.type === "parallel" ? countsOf(state) : null,
     lanes,
     workflowId: step.type === "run_workflow" || step.type === "map" ? literalWorkflow(step.workflow_id) : null,
+    inRun: ctx.inRun ?? null,
   };
 }
 
