@@ -18,6 +18,7 @@ import {
   useSecretRotation,
 } from "../../ui";
 import { hookText, startedBy, triggerText } from "./common";
+import { TriggerSections } from "./trigger-sections";
 
 const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
@@ -90,6 +91,7 @@ export function WorkflowPage({ id }: { id: string }) {
               </div>
             )}
             <ErrorNotice error={rotation.error} />
+            <TriggerSections workflow={w} />
           </>
         )}
       </Loaded>
