@@ -156,7 +156,7 @@ function Page({ route }: { route: string[] }) {
       if (id && sub === "runs" && subId) return <RunPage workflowId={id} runId={subId} />;
       return id ? <WorkflowPage id={id} /> : <WorkflowsPage />;
     case "runs":
-      return <RunsPage status={id} />;
+      return <RunsPage status={id} workflowId={sub} />;
     case "bulk":
       return id ? <BulkJobPage id={id} /> : <BulkJobsPage />;
     case "approvals":

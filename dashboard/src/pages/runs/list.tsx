@@ -9,14 +9,20 @@ import { waitText } from "./runs.logic";
 const STATUSES = statusOptions(RUN_STATUSES);
 type Filter = keyof typeof STATUSES;
 
+/** The route of the list by `status` ("all": any), of one workflow's runs when `workflowId` is given. */
+const routeOf = (status: Filter, workflowId?: string) =>
+  workflowId ? href("runs", status, workflowId) : status === "all" ? href("runs") : href("runs", status);
+
 /**
- * Every workflow's runs (GET /runs), newest first, by status: `#/runs/queued` lists the runs that
- * wait, each with why (`queued_reason`) and the flow-control key it waits under (`flow_key`).
+ * Every workflow's runs (GET /runs), newest first, by status and workflow (`#/runs/<status>/<workflow id>`):
+ * `#/runs/queued` lists the runs that wait, each with why (`queued_reason`) and the flow-control
+ * key it waits under (`flow_key`).
  */
-export function RunsPage({ status }: { status?: string }) {
+export function RunsPage({ status, workflowId }: { status?: string; workflowId?: string }) {
   const filter: Filter = status !== undefined && status in STATUSES ? (status as Filter) : "all";
   const [page, setPage] = useState(1);
-  const runs = useApi<Run[]>("/runs", { page, per_page: 25, status: filter === "all" ? undefined : filter }, 3000);
+  const [workflowText, setWorkflowText] = useState(workflowId ?? "");
+  const runs = useApi<Run[]>("/runs", { page, per_page: 25, status: filter === "all" ? undefined : filter, workflow_id: workflowId }, 3000);
   return (
     <section aria-labelledby="runs-title">
       <header class="page-head">
@@ -27,8 +33,25 @@ export function RunsPage({ status }: { status?: string }) {
             name="runs-status"
             value={filter}
             options={STATUSES}
-            onChange={(s) => (location.hash = s === "all" ? href("runs") : href("runs", s))}
+            onChange={(s) => (location.hash = routeOf(s, workflowId))}
           />
+          <form
+            aria-label="Runs of one workflow"
+            onSubmit={(e) => {
+              e.preventDefault();
+              location.hash = routeOf(filter, workflowText.trim() || undefined);
+            }}
+          >
+            <label>
+              Workflow
+              <input
+                name="workflow_id"
+                value={workflowText}
+                placeholder="wf_… (every workflow)"
+                onInput={(e) => setWorkflowText(e.currentTarget.value)}
+              />
+            </label>
+          </form>
           <button type="button" class="outline secondary small" onClick={runs.reload}>
             Refresh
           </button>
@@ -43,7 +66,7 @@ export function RunsPage({ status }: { status?: string }) {
       <ListOf
         state={runs}
         what="runs"
-        empty={filter === "all" ? "No runs yet." : `No ${filter} runs.`}
+        empty={`${filter === "all" ? "No runs" : `No ${filter} runs`}${workflowId ? ` of ${workflowId}` : ""}.`}
         onPage={setPage}
         columns={[
           {
