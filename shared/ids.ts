@@ -1,7 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import { decodeTime, encodeTime, monotonicFactory } from "ulid";
 
-export const ID_PREFIXES = ["org", "mem", "key", "wf", "run", "evt", "wh", "del", "req", "rcv", "sec", "aud", "blk"] as const;
+export const ID_PREFIXES = ["org", "mem", "key", "wf", "run", "evt", "wh", "del", "req", "rcv", "sec", "aud", "blk", "hkr"] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /**

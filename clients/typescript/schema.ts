@@ -360,6 +360,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/workflows/{id}/hook/requests": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * GET /workflows/{id}/hook/requests
+     * @description Needs the `workflows:read` scope.
+     */
+    get: operations["workflowsListHookRequests"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/hooks/{hook_id}": {
     parameters: {
       query?: never;
@@ -1628,6 +1648,44 @@ export interface components {
       run_id: string | null;
       duplicate: boolean;
       filtered: boolean;
+    };
+    /**
+     * HookRequest
+     * @description One of a hook's recent requests: the newest 100 of a workflow are kept (refusals: at most 10 per hook and second)
+     */
+    HookRequest: {
+      /** @constant */
+      object: "hook_request";
+      /** @example hkr_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      id: string;
+      /** @example wf_01jdx3kq9v7c2m5n8p4r6t0w1y */
+      workflow_id: string;
+      /** @example hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0 */
+      hook_id: string;
+      /** @enum {string} */
+      outcome: "accepted" | "filtered" | "duplicate" | "refused";
+      /**
+       * @description The HTTP status it was answered
+       * @enum {integer}
+       */
+      status: 200 | 202 | 401;
+      /**
+       * @description The run it started, or the first run of its dedupe key (duplicate)
+       * @example run_01jdx3kq9v7c2m5n8p4r6t0w1y
+       */
+      run_id: string | null;
+      /**
+       * @description Why it was refused
+       * @example bad_signature
+       */
+      reason: string | null;
+      /** @description The X-Request-Id it was answered with */
+      request_id: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-23T10:00:00.000Z
+       */
+      received_at: string;
     };
     /** WebhookRunTrigger */
     WebhookRunTrigger: {
@@ -5431,6 +5489,88 @@ export interface operations {
       415: components["responses"]["E415"];
       429: components["responses"]["E429"];
       500: components["responses"]["E500"];
+      503: components["responses"]["E503"];
+    };
+  };
+  workflowsListHookRequests: {
+    parameters: {
+      query?: {
+        /** @description Offset paging: the page, from 1 (page × per_page ≤ 10000). Offsets drift when items are added between reads; cursors do not */
+        page?: number;
+        /** @description Offset paging: items per page. page and per_page cannot be sent with limit, starting_after or ending_before (400) */
+        per_page?: number;
+        /** @description Cursor paging: items per page (with starting_after or ending_before, or alone for the first page) */
+        limit?: number;
+        /** @description Cursor paging: the last item you have (its id; an event type's `type`); answers the items after it, and meta.has_more */
+        starting_after?: string;
+        /** @description Cursor paging: the first item you have (its id; an event type's `type`); answers the items before it, and meta.has_more */
+        ending_before?: string;
+      };
+      header?: {
+        /** @description The API version to answer under: a calendar date as YYYY-MM-DD, on or after 2026-11-01 (the latest version on or before it answers); defaults to the organization's pinned version */
+        "Service-Version"?: components["parameters"]["ServiceVersion"];
+        /** @description Your own id for the request (letters, digits, `.`, `_`, `-`; at most 128): answered as Request-Id and logged with it */
+        "X-Request-Id"?: components["parameters"]["XRequestId"];
+        /** @description A W3C trace context: what the request starts (deliveries, runs, their requests) carries it on as a child */
+        traceparent?: components["parameters"]["Traceparent"];
+      };
+      path: {
+        /** @description The resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          "Request-Id": components["headers"]["RequestId"];
+          "Service-Version": components["headers"]["ServiceVersion"];
+          "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+          "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+          "RateLimit-Reset": components["headers"]["RateLimitReset"];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "object": "list",
+           *       "data": [
+           *         {
+           *           "object": "hook_request",
+           *           "id": "hkr_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "workflow_id": "wf_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "hook_id": "hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0",
+           *           "outcome": "accepted",
+           *           "status": 200,
+           *           "run_id": "run_01jdx3kq9v7c2m5n8p4r6t0w1y",
+           *           "reason": "bad_signature",
+           *           "request_id": "x",
+           *           "received_at": "2026-11-23T10:00:00.000Z"
+           *         }
+           *       ],
+           *       "meta": {
+           *         "total": 0
+           *       }
+           *     }
+           */
+          "application/json": {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["HookRequest"][];
+            meta: components["schemas"]["ListMeta"];
+          };
+        };
+      };
+      400: components["responses"]["E400"];
+      401: components["responses"]["E401"];
+      403: components["responses"]["E403"];
+      404: components["responses"]["E404"];
+      408: components["responses"]["E408"];
+      413: components["responses"]["E413"];
+      415: components["responses"]["E415"];
+      429: components["responses"]["E429"];
       503: components["responses"]["E503"];
     };
   };

@@ -7,6 +7,9 @@ import { AuditLogPage } from "./pages/audit";
 import { EventCatalogPage } from "./pages/events/catalog";
 import { EventPage, EventsPage } from "./pages/events/list";
 import { KeysPage } from "./pages/keys";
+import { BulkJobsPage } from "./pages/runs/bulk";
+import { BulkJobPage } from "./pages/runs/bulk-job";
+import { RunsPage } from "./pages/runs/list";
 import { SignInPage } from "./pages/signin";
 import { UsagePage } from "./pages/usage";
 import { WebhooksPage } from "./pages/webhooks/list";
@@ -24,6 +27,8 @@ const SECTIONS = [
   { route: "webhooks", label: "Webhooks" },
   { route: "events", label: "Events" },
   { route: "workflows", label: "Workflows" },
+  { route: "runs", label: "Runs" },
+  { route: "bulk", label: "Bulk jobs" },
   { route: "approvals", label: "Approvals" },
   { route: "usage", label: "Usage" },
   { route: "audit", label: "Audit log" },
@@ -152,6 +157,10 @@ function Page({ route }: { route: string[] }) {
       if (id && sub === "runs" && subId && more === "children") return <ChildrenPage workflowId={id} runId={subId} />;
       if (id && sub === "runs" && subId) return <RunPage workflowId={id} runId={subId} />;
       return id ? <WorkflowPage id={id} /> : <WorkflowsPage />;
+    case "runs":
+      return <RunsPage status={id} workflowId={sub} />;
+    case "bulk":
+      return id ? <BulkJobPage id={id} /> : <BulkJobsPage />;
     case "approvals":
       return <ApprovalsPage />;
     case "usage":

@@ -168,6 +168,14 @@ export const ROUTES: readonly RouteDef[] = [
     secret: "secret",
     audit: audit("workflow.hook_secret_rotated"),
   },
+  {
+    method: "GET",
+    path: "/workflows/{id}/hook/requests",
+    action: "workflows.listHookRequests",
+    scope: "workflows:read",
+    resource: "HookRequest",
+    list: true,
+  },
   // Inbound webhooks (docs/inbound-webhooks.md): the data plane, without a key; the run is the record.
   {
     method: "POST",

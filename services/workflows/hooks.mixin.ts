@@ -3,12 +3,14 @@ import { tenantOf, type CallMeta } from "../../shared/api/context";
 import { HOOKS_CHANGED, NO_HOOK, type HookReceipt, type HookRefusal, type HooksChanged, type InboundRequest } from "../../shared/api/hooks";
 import type { Hook } from "../../shared/api/wire";
 import { ApiError, isDuplicate, notFound } from "../../shared/errors";
-import { nowIso } from "../../shared/ids";
+import { newId, nowIso } from "../../shared/ids";
 import { generateSecret, ROTATION_OVERLAP_MS } from "../../shared/net/signing";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import { ALL_TENANTS, type Tenant } from "../../shared/storage/types";
 import { traceOf } from "../../shared/runtime/trace";
 import { HookCache, type HookEntry } from "./hook-cache";
+import { holdRequest, statusOf, type PendingRequests } from "./hook-requests.logic";
+import type { HookRequestsMethods } from "./hook-requests.mixin";
 import {
   dedupeKeyOf,
   hookSecrets,
@@ -30,25 +32,36 @@ const COUNTS_FLUSH_MS = 1_000;
 const COUNTS_MAX = 10_000;
 
 type Outcome = "accepted" | "filtered" | "duplicates" | "refused";
-interface PendingCounts {
+/** A request's outcome as its record says it. */
+const RECORDED = { accepted: "accepted", filtered: "filtered", duplicates: "duplicate", refused: "refused" } as const;
+interface PendingCounts extends PendingRequests {
   tenant: Required<Tenant>;
   workflowId: string;
   inc: Partial<Record<Outcome, number>>;
   lastAccepted?: string;
   lastRefused?: { at: string; reason: Refusal };
 }
+/** What a request's record holds beside its outcome. */
+interface RequestDetail {
+  requestId?: string;
+  runId?: string;
+  reason?: Refusal;
+}
 
 export interface HooksVars extends RunsVars {
   hookCache: HookCache;
   hookCounts: Map<string, PendingCounts>;
   hookFlusher: NodeJS.Timeout | undefined;
+  /** Refusals held for the next flush across this node's hooks (their cap: REFUSALS_KEPT_PER_NODE). */
+  hookRefusalsHeld: number;
 }
 export interface HooksMethods {
   /** Drops hooks from every workflows node's cache (this one at once). */
   hooksChanged(ids: string[]): void;
   /** A hook's workflow, its secrets opened: what verifying needs. */
   loadHook(id: string): Promise<HookEntry | null>;
-  countHook(entry: HookEntry, outcome: Outcome, reason?: Refusal): void;
+  /** Counts a request, and keeps its record for the next flush while within the caps (hook-requests.logic.ts). */
+  countHook(entry: HookEntry, outcome: Outcome, detail: RequestDetail): void;
   flushHookCounts(): Promise<void>;
 }
 type Ctx<P> = Context<P, CallMeta>;
@@ -57,11 +70,12 @@ type Ctx<P> = Context<P, CallMeta>;
  * Inbound webhooks (docs/inbound-webhooks.md): `POST /v1/hooks/{hook_id}`, which the gateway hands
  * over with its body exactly as received, and the rotation of a hook's secret. A request is verified
  * from memory (hook-cache.ts) before anything is read or written: a refusal costs no store access,
- * only a count kept here and added to the hook every second. An accepted one reads its workflow
+ * only a count kept here and added to the hook every second, with the records of its recent requests
+ * (hook-requests.logic.ts: the first refusals of each second). An accepted one reads its workflow
  * again, passes the filter and the dedupe key, and starts a run as the API does (the same start
  * budget, the same fair slots). A mixin of the workflows service.
  */
-export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & RunsMethods, HooksVars>> = {
+export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & RunsMethods & HookRequestsMethods, HooksVars>> = {
   actions: {
     /** Internal (POST /hooks/{hook_id}, no API key): verify, filter, dedupe, start; a refusal is answered, not thrown. */
     receiveHook: {
@@ -75,13 +89,14 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
       },
       async handler(ctx: Ctx<InboundRequest>): Promise<HookReceipt | HookRefusal> {
         const req = ctx.params;
+        const requestId = ctx.meta.request_id;
         const entry = await this.hookCache.get(req.hook_id);
         if (!entry) return NO_HOOK;
         const now = Date.now();
         const secrets = entry.trigger.verify.secret === undefined ? hookSecrets(entry.hook, now) : entry.stored ? [entry.stored] : [];
         const refusal = verifyRequest(entry.trigger.verify, secrets, req.headers, req.raw, now);
         if (refusal) {
-          this.countHook(entry, "refused", refusal);
+          this.countHook(entry, "refused", { requestId, reason: refusal });
           return { status: 401, code: "invalid_signature", message: REFUSAL_MESSAGES[refusal] };
         }
         // Verified: from here the workflow is read as it is now (its steps, its status).
@@ -96,7 +111,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
         const passed = passesFilter(trigger, request);
         if (!passed.ok) {
           if (passed.why) this.logger.info(`hook ${req.hook_id} starts no run of workflow ${workflow.id}: ${passed.why}`);
-          this.countHook(entry, "filtered");
+          this.countHook(entry, "filtered", { requestId });
           return { status: 200, run_id: null, duplicate: false, filtered: true };
         }
         const dedupeKey = dedupeKeyOf(trigger, req.headers);
@@ -104,7 +119,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
         const first = async () => {
           const run = triggerKey ? await this.runs.findOne(tenant, { trigger_key: triggerKey }) : null;
           if (!run) return null;
-          this.countHook(entry, "duplicates");
+          this.countHook(entry, "duplicates", { requestId, runId: run.id });
           return { status: 200 as const, run_id: run.id, duplicate: true, filtered: false };
         };
         const earlier = await first();
@@ -125,7 +140,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
         try {
           // Accepted: over RUN_STARTS_PER_MINUTE, it waits queued for a minute with room.
           const started = await this.startApiRun(tenant, run, true);
-          this.countHook(entry, "accepted");
+          this.countHook(entry, "accepted", { requestId, runId: started.id });
           return { status: 202, run_id: started.id, duplicate: false, filtered: false };
         } catch (err) {
           // The same key at the same time: the run that was stored answers both.
@@ -214,22 +229,38 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
       return { tenant, workflowId: workflow.id, trigger: workflow.trigger, hook: workflow.hook, stored };
     },
 
-    countHook(entry, outcome: Outcome, reason?: Refusal) {
+    countHook(entry, outcome: Outcome, detail: RequestDetail) {
       const id = entry.hook.id;
       let counts = this.hookCounts.get(id);
       if (!counts) {
         if (this.hookCounts.size >= COUNTS_MAX) return;
-        counts = { tenant: entry.tenant, workflowId: entry.workflowId, inc: {} };
+        counts = { tenant: entry.tenant, workflowId: entry.workflowId, inc: {}, records: [], refusals: 0 };
         this.hookCounts.set(id, counts);
       }
       counts.inc[outcome] = (counts.inc[outcome] ?? 0) + 1;
-      if (outcome === "accepted") counts.lastAccepted = new Date().toISOString();
-      if (outcome === "refused" && reason) counts.lastRefused = { at: new Date().toISOString(), reason };
+      const at = new Date().toISOString();
+      if (outcome === "accepted") counts.lastAccepted = at;
+      if (outcome === "refused" && detail.reason) counts.lastRefused = { at, reason: detail.reason };
+      const recorded = RECORDED[outcome];
+      const held = holdRequest(counts, this.hookRefusalsHeld, recorded, () => ({
+        id: newId("hkr"),
+        ...entry.tenant,
+        workflow_id: entry.workflowId,
+        hook_id: id,
+        outcome: recorded,
+        status: statusOf(recorded),
+        ...(detail.runId !== undefined && { run_id: detail.runId }),
+        ...(detail.reason !== undefined && { reason: detail.reason }),
+        ...(detail.requestId && { request_id: detail.requestId }),
+        received_at: at,
+      }));
+      if (held && recorded === "refused") this.hookRefusalsHeld += 1;
     },
 
     async flushHookCounts() {
       const batch = [...this.hookCounts];
       this.hookCounts.clear();
+      this.hookRefusalsHeld = 0;
       await Promise.all(
         batch.map(async ([id, c]) => {
           const $inc = Object.fromEntries(Object.entries(c.inc).map(([k, n]) => [`hook.${k}`, n]));
@@ -248,6 +279,11 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
           } catch (err) {
             this.logger.warn(`hook ${id}: its counts were not stored: ${(err as Error).message}`);
           }
+          try {
+            await this.storeHookRequests(c.tenant, c.workflowId, c.records);
+          } catch (err) {
+            this.logger.warn(`hook ${id}: its recent requests were not stored: ${(err as Error).message}`);
+          }
         }),
       );
     },
@@ -256,6 +292,7 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
   created() {
     this.hookCache = new HookCache((id) => this.loadHook(id));
     this.hookCounts = new Map();
+    this.hookRefusalsHeld = 0;
   },
 
   started() {

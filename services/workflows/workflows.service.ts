@@ -21,6 +21,7 @@ import { namedWorkflows } from "./fan-out.check";
 import { checkFlow } from "./flow-control.logic";
 import { WaitsMixin } from "./waits.mixin";
 import { HooksMixin, type HooksMethods } from "./hooks.mixin";
+import { HookRequestsMixin } from "./hook-requests.mixin";
 import { planHook } from "./hooks.logic";
 import { newHookId } from "../../shared/api/hooks";
 import { STORE } from "./workflows.store";
@@ -70,6 +71,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
     SecretsMixin as Partial<ServiceSchema>,
     WaitsMixin as Partial<ServiceSchema>,
     HooksMixin as Partial<ServiceSchema>,
+    HookRequestsMixin as Partial<ServiceSchema>,
     TriggersMixin as Partial<ServiceSchema>,
     RunStartsMixin as Partial<ServiceSchema>,
     RunsMixin as Partial<ServiceSchema>,
@@ -275,6 +277,7 @@ const WorkflowsService: ServiceSchema<PlatformSettings, WorkflowsMethods, RunsVa
           source: "workflows",
         });
         await this.versions.deleteMany(tenant, { workflow_id: removed.id });
+        await this.hookRequests.deleteMany(tenant, { workflow_id: removed.id });
         await this.cancelRunsOf(tenant, removed.id, by);
         return workflowView(removed);
       },

@@ -6,6 +6,7 @@ import { declareStore, type StoreVars } from "../../shared/runtime/store.mixin";
 import { collectionSpec, type Doc, type Environment } from "../../shared/storage/types";
 import type { RunDoc } from "./run-doc";
 import { BULK_JOBS } from "./bulk.logic";
+import { HOOK_REQUESTS } from "./hook-requests.logic";
 import type { SecretDoc } from "./secrets.logic";
 import { WAIT_SHAPES, WAITS } from "./wait-records";
 import type { WorkflowDoc, WorkflowVersionDoc } from "./workflows.logic";
@@ -93,6 +94,8 @@ export const STORE = declareStore({
     quota: quotaCounters("workflow_quota"),
     // Bulk operations on runs (bulk.mixin.ts).
     bulkJobs: BULK_JOBS,
+    // A hook's recent requests, the newest HOOK_REQUESTS_KEPT of each workflow (hook-requests.mixin.ts).
+    hookRequests: HOOK_REQUESTS,
   },
   reads: { events: EVENTS },
   outbox: true,

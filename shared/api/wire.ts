@@ -306,6 +306,27 @@ export interface Hook {
   last_refused_reason: string | null;
 }
 
+/** What became of a request to a hook. */
+export const HOOK_REQUEST_OUTCOMES = ["accepted", "filtered", "duplicate", "refused"] as const;
+export type HookRequestOutcome = (typeof HOOK_REQUEST_OUTCOMES)[number];
+/** GET /workflows/{id}/hook/requests: one of a hook's recent requests (the newest 100 of a workflow are kept). */
+export interface HookRequest {
+  object: "hook_request";
+  id: string;
+  workflow_id: string;
+  hook_id: string;
+  outcome: HookRequestOutcome;
+  /** The HTTP status it was answered: 202 accepted, 200 filtered or duplicate, 401 refused. */
+  status: 200 | 202 | 401;
+  /** The run it started (accepted), or the first run of its dedupe key (duplicate); null otherwise. */
+  run_id: string | null;
+  /** Why it was refused: `missing_signature`, `malformed_signature`, `bad_signature`, `stale_timestamp`, `secret_unavailable`; null otherwise. */
+  reason: string | null;
+  /** The request's `X-Request-Id`, as the platform answered it and logged it. */
+  request_id: string | null;
+  received_at: string;
+}
+
 /** What every step may say besides its own fields (docs/workflows/language.md). */
 export interface StepCommon {
   /** CEL, braces optional: false skips the step. */

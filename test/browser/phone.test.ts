@@ -84,7 +84,16 @@ describe("at 390 px", () => {
     const seen = await overflow(page);
     expect(seen).toEqual({ scrollWidth: 390, width: 390, wide: [] });
 
-    for (const hash of [`#/workflows/${wf.body.data.id}`, "#/workflows", "#/webhooks", "#/events", "#/keys", "#/usage"]) {
+    for (const hash of [
+      `#/workflows/${wf.body.data.id}`,
+      "#/workflows",
+      "#/runs",
+      "#/bulk",
+      "#/webhooks",
+      "#/events",
+      "#/keys",
+      "#/usage",
+    ]) {
       await page.goto(dashboard(hash));
       await page.locator("main h2").first().waitFor();
       await page.waitForLoadState("networkidle");

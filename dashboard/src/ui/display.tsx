@@ -13,6 +13,12 @@ const TONES: Record<string, string> = {
   running: "wait",
   waiting: "wait",
   skipped: "off",
+  accepted: "ok",
+  started: "ok",
+  refused: "bad",
+  missed: "bad",
+  duplicate: "off",
+  filtered: "off",
 };
 
 export function Status({ value }: { value: string }) {

@@ -1,6 +1,7 @@
 /** Inbound webhooks: the trigger, the hook as a workflow shows it, and the answers of POST /hooks/{hook_id}. */
 import { HOOK_ID_PATTERN } from "../hooks";
-import { nullable, object, objectTag, ref, time, withSecret, type JsonSchema } from "./common";
+import { HOOK_REQUEST_OUTCOMES } from "../wire";
+import { idOf, nullable, object, objectTag, ref, time, withSecret, type JsonSchema } from "./common";
 
 const HEADER_NAME = { type: "string", pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", examples: ["webhook-id"] } as const;
 const hookId = { type: "string", pattern: HOOK_ID_PATTERN.source, examples: ["hk_Zk3p0c9WmQ2rT8vX1yB4nD6fH7jL5sA0"] } as const;
@@ -92,6 +93,23 @@ export const HOOK_RESOURCES: Record<string, JsonSchema> = {
     },
     [],
     "The answer to an inbound request",
+  ),
+  HookRequest: object(
+    "HookRequest",
+    {
+      object: objectTag("hook_request"),
+      id: idOf("hkr"),
+      workflow_id: idOf("wf"),
+      hook_id: hookId,
+      outcome: { type: "string", enum: [...HOOK_REQUEST_OUTCOMES] },
+      status: { type: "integer", enum: [200, 202, 401], description: "The HTTP status it was answered" },
+      run_id: { ...nullable(idOf("run")), description: "The run it started, or the first run of its dedupe key (duplicate)" },
+      reason: { type: ["string", "null"], examples: ["bad_signature"], description: "Why it was refused" },
+      request_id: { type: ["string", "null"], description: "The X-Request-Id it was answered with" },
+      received_at: time,
+    },
+    [],
+    "One of a hook's recent requests: the newest 100 of a workflow are kept (refusals: at most 10 per hook and second)",
   ),
   WebhookRunTrigger: object("WebhookRunTrigger", {
     type: { const: "webhook" },

@@ -20,6 +20,7 @@ import {
 import { hookText, startedBy, triggerText } from "./common";
 import { GraphView } from "./graph-view";
 import { graphOf } from "./graph.logic";
+import { TriggerSections } from "./trigger-sections";
 
 const RUN_FILTERS = statusOptions(["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const);
 
@@ -86,6 +87,7 @@ export function WorkflowPage({ id }: { id: string }) {
               </div>
             )}
             <ErrorNotice error={rotation.error} />
+            <TriggerSections workflow={w} />
           </>
         )}
       </Loaded>
