@@ -86,7 +86,7 @@ describe("the hook section of a workflow's page", () => {
       ["duplicate", "200", `repeated a dedupe key: answered with the first run ${runId}`],
       ["accepted", "202", `started run ${runId}`],
     ]);
-    await screenshot(page, "61-hook-requests");
+    await screenshot(page, "71-hook-requests");
 
     // A request sent while the page is open shows up on its own.
     expect((await send({ ref: "refs/heads/main" }, "forged again")).status).toBe(401);

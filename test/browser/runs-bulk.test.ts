@@ -69,7 +69,7 @@ describe("queued runs", () => {
     await expect(row.getByRole("link", { name: held }).getAttribute("href")).resolves.toBe(`#/workflows/${wf}/runs/${held}`);
     await expect(row.textContent()).resolves.toContain("concurrency its key's concurrency limit is reached");
     await expect(row.locator("code").textContent()).resolves.toBe('"cus_42"');
-    await screenshot(page, "62-queued-runs");
+    await screenshot(page, "72-queued-runs");
 
     // The same list for one workflow.
     await page.getByRole("textbox", { name: "Workflow" }).fill(wf);
@@ -119,7 +119,7 @@ describe("bulk jobs", () => {
     await expect(fact("Runs").textContent()).resolves.toBe(`workflow ${wf}`);
     await expect(page.locator("header .status").textContent()).resolves.toBe("running");
     await expect(page.getByRole("progressbar").getAttribute("value")).resolves.toBe("1");
-    await screenshot(page, "63-bulk-job-running");
+    await screenshot(page, "73-bulk-job-running");
 
     await page.getByRole("button", { name: "Cancel job" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Cancel job" }).click();
@@ -131,7 +131,7 @@ describe("bulk jobs", () => {
     const row = page.getByRole("row", { name: new RegExp(jobId) });
     await expect(row.locator(".status").textContent()).resolves.toBe("cancelled");
     await expect(row.textContent()).resolves.toContain(`rerun`);
-    await screenshot(page, "64-bulk-jobs");
+    await screenshot(page, "74-bulk-jobs");
     await page.close();
   });
 });

@@ -76,7 +76,7 @@ describe("the schedule section of a workflow's page", () => {
       iso(first + 5 * MINUTE),
       iso(first + 9 * MINUTE),
     ]);
-    await screenshot(page, "60-schedule-section");
+    await screenshot(page, "70-schedule-section");
 
     // A started tick opens its run.
     const latest = runs.find((r) => r.trigger.scheduled_at === iso(first + 9 * MINUTE))!;
