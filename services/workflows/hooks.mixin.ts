@@ -28,7 +28,10 @@ import { idParams, type IdParams } from "./workflows.params";
 
 /** Counts of a hook's requests are added to its workflow this often (one write per hook that received any). */
 const COUNTS_FLUSH_MS = 1_000;
-/** The most hooks whose counts wait for a flush: past it, new hooks' counts wait for the next one. */
+/**
+ * The most hooks whose counts wait for a flush, a bound on this memory: past it, requests to other
+ * hooks within that second are answered but not counted (docs/inbound-webhooks.md).
+ */
 const COUNTS_MAX = 10_000;
 
 type Outcome = "accepted" | "filtered" | "duplicates" | "refused";
