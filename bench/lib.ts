@@ -229,26 +229,38 @@ export interface Server {
   /** The live admin key of the organization created for the bench. */
   admin: string;
   dir: string;
-  /** SIGKILL, then the data directory removed. */
+  /** SIGKILL (SIGTERM with BENCH_PROF), then the data directory removed. */
   stop(): Promise<void>;
 }
 
 /**
  * The whole platform in one process (`<dist>/bin/server.js`, its output on this one's) on a fresh
- * data directory with RUN_BENCH_ENV and `env`, and an organization made by that build's own CLI (another
- * build's would declare its own indexes in this build's file); resolves once the server answers.
+ * data directory with RUN_BENCH_ENV and `env` (profiled into `$BENCH_PROF/single` when set), and an
+ * organization made by that build's own CLI (another build's would declare its own indexes in this
+ * build's file); resolves once the server answers.
  */
 export async function startServer(opts: { dist?: string; env?: Record<string, string>; what?: string } = {}): Promise<Server> {
   const dist = opts.dist ?? join(__dirname, "..");
   const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
   const port = await freePort();
-  const env = { ...process.env, ...RUN_BENCH_ENV, ...opts.env, DATA_DIR: dir, PORT: String(port), NODE_ID: "single", HOST: "127.0.0.1" };
+  const prof = process.env.BENCH_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}/single` } : {};
+  const env = {
+    ...process.env,
+    ...RUN_BENCH_ENV,
+    ...prof,
+    ...opts.env,
+    DATA_DIR: dir,
+    PORT: String(port),
+    NODE_ID: "single",
+    HOST: "127.0.0.1",
+  };
   const child = spawn(process.execPath, [join(dist, "bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null)
       await new Promise((exited) => {
         child.once("exit", exited);
-        child.kill("SIGKILL");
+        // A profiled server (BENCH_PROF) writes its profile on SIGTERM.
+        child.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL");
       });
     rmSync(dir, { recursive: true, force: true });
   };

@@ -100,15 +100,20 @@ async function mapRun(t: Target, wf: string, items: number): Promise<Figures> {
   const started = await post(`${t.base}/workflows/${wf}/runs`, t.admin, { input: { items: Array.from({ length: items }, (_, i) => i) } });
   if (started.status !== 201) throw new Error(`run: ${JSON.stringify(started.body)}`);
   const id = started.body.data.id as string;
-  let status = "";
+  let run: any;
   await waitFor(
     `the map of ${items} to end`,
     async () =>
-      ["succeeded", "failed", "cancelled"].includes((status = (await getData(`${t.base}/workflows/${wf}/runs/${id}`, t.admin)).status)),
+      ["succeeded", "failed", "cancelled"].includes((run = await getData(`${t.base}/workflows/${wf}/runs/${id}`, t.admin)).status),
     600_000,
   );
   const cpu = cpuOf(t.pids) - cpu0;
-  if (status !== "succeeded") throw new Error(`the map run ${id} ended ${status}`);
+  if (run.status !== "succeeded") {
+    const failed = ((await getData(`${t.base}/runs?parent_run_id=${id}&status=failed&per_page=1`, t.admin)) as any[])[0];
+    throw new Error(
+      `the map run ${id} ended ${run.status}: ${JSON.stringify(run.steps[0])}; a failed child: ${JSON.stringify(failed?.steps)}`,
+    );
+  }
   const children = await every(`${t.base}/runs?parent_run_id=${id}`, t.admin);
   if (children.length !== items) throw new Error(`the map run ${id} has ${children.length} children, not ${items}`);
   return rates(children, cpu);
