@@ -8,39 +8,18 @@
  *
  *   npm run --silent build && node dist/bench/children.js      (BENCH_SECONDS=6 BENCH_RATE=100)
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { cpuMs, flood, paced, post, quantile, rate, Receiver } from "./lib";
-import { freePort, waitFor } from "../tools/procs";
+import { cpuMs, flood, getData as getJson, paced, post, quantile, rate, Receiver, startServer } from "./lib";
+import { waitFor } from "../tools/procs";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
-const COMMON = { RATE_LIMIT_MAX: "10000000", RUN_STARTS_PER_MINUTE: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 
 const get = (origin: string) => ({ id: "call", type: "http", method: "GET", url: `${origin}/run?id={{input.n}}&sent={{input.sent}}` });
 
-async function getJson(url: string, key: string): Promise<any> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-  return ((await res.json()) as { data: unknown }).data;
-}
-
 async function measure(label: string, withChild: boolean, rx: Receiver): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "wfp-children-"));
-  const port = await freePort();
-  const env = { ...process.env, ...COMMON, DATA_DIR: dir, PORT: String(port), NODE_ID: "single", HOST: "127.0.0.1" };
-  const root = join(__dirname, "..");
-  const server = spawn(process.execPath, [join(root, "bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
-  const pid = server.pid as number;
+  const server = await startServer();
+  const { pid, admin, base } = server;
   try {
-    await waitFor("the server to listen", async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true);
-    const created = spawnSync(process.execPath, [join(root, "bin/cli.js"), "orgs", "create", "--name", "Bench"], {
-      env: { ...process.env, DATA_DIR: dir },
-      encoding: "utf8",
-    });
-    const admin = (JSON.parse(created.stdout) as { api_keys: { key: string }[] }).api_keys[0].key;
-    const base = `http://127.0.0.1:${port}/v1`;
     const leaf = await post(`${base}/workflows`, admin, { name: "leaf", trigger: { type: "manual" }, steps: [get(rx.origin)] });
     if (leaf.status !== 201) throw new Error(`workflow: ${JSON.stringify(leaf.body)}`);
     const steps = withChild
@@ -84,11 +63,7 @@ async function measure(label: string, withChild: boolean, rx: Receiver): Promise
       `${label}: executed ${rate(executed)}/s, CPU ${cpu.toFixed(3)} ms/run saturated, ${cpuFixed.toFixed(3)} ms/run at ${RATE}/s${resume}`,
     );
   } finally {
-    await new Promise((exited) => {
-      server.once("exit", exited);
-      server.kill("SIGKILL");
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

@@ -12,17 +12,12 @@
  *
  *   npm run bench:compare -- /tmp/old .      (BENCH_SECONDS=6 PAIRS=3 COMPARE_RATE=400)
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { cpuMs, flood, paced, post, quantile, rate, Receiver } from "./lib";
-import { freePort, waitFor } from "../tools/procs";
+import { cpuMs, flood, paced, post, quantile, rate, Receiver, startServer } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const PAIRS = Number(process.env.PAIRS ?? 3);
 const FIXED_RATE = Number(process.env.COMPARE_RATE ?? 400);
-const COMMON = { RATE_LIMIT_MAX: "10000000", RUN_STARTS_PER_MINUTE: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 
 interface Figures {
   started: number;
@@ -33,20 +28,9 @@ interface Figures {
 }
 
 async function measure(root: string, rx: Receiver): Promise<Figures> {
-  const dir = mkdtempSync(join(tmpdir(), "wfp-compare-"));
-  const port = await freePort();
-  const env = { ...process.env, ...COMMON, DATA_DIR: dir, PORT: String(port), NODE_ID: "single", HOST: "127.0.0.1" };
-  const child = spawn(process.execPath, [join(root, "dist/bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
-  const pid = child.pid as number;
+  const server = await startServer({ dist: join(root, "dist"), what: `${root} to listen` });
+  const { pid, admin, base } = server;
   try {
-    await waitFor(`${root} to listen`, async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true);
-    // The build's own CLI: another build's would declare its own indexes in this build's file.
-    const created = spawnSync(process.execPath, [join(root, "dist/bin/cli.js"), "orgs", "create", "--name", "Bench"], {
-      env: { ...process.env, DATA_DIR: dir },
-      encoding: "utf8",
-    });
-    const admin = (JSON.parse(created.stdout) as { api_keys: { key: string }[] }).api_keys[0].key;
-    const base = `http://127.0.0.1:${port}/v1`;
     const step = { id: "call", type: "http", method: "GET", url: `${rx.origin}/run?id={{input.n}}&sent={{input.sent}}` };
     const wf = await post(`${base}/workflows`, admin, { name: "bench", trigger: { type: "manual" }, steps: [step] });
     const url = `${base}/workflows/${wf.body.data.id}/runs`;
@@ -75,11 +59,7 @@ async function measure(root: string, rx: Receiver): Promise<Figures> {
     const arrived = await rx.waitForUnique(steady.accepted, 60_000);
     return { started: burst.rps, executed: rate(executed), cpu, cpuFixed, p50: quantile(arrived.latencies, 0.5) };
   } finally {
-    await new Promise((exited) => {
-      child.once("exit", exited);
-      child.kill("SIGKILL");
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

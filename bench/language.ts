@@ -7,16 +7,10 @@
  *
  *   npm run --silent build && node dist/bench/language.js      (BENCH_SECONDS=6 BENCH_RATE=100)
  */
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { cpuMs, flood, paced, post, rate, Receiver } from "./lib";
-import { freePort, waitFor } from "../tools/procs";
+import { cpuMs, flood, paced, post, rate, Receiver, startServer } from "./lib";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
-const COMMON = { RATE_LIMIT_MAX: "10000000", RUN_STARTS_PER_MINUTE: "10000000", LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" };
 
 const tenSteps = (origin: string) => [
   { id: "order", type: "set", output: { total: "{{ input.qty * input.price }}", big: "{{ input.qty * input.price >= 100 }}" } },
@@ -33,20 +27,9 @@ const tenSteps = (origin: string) => [
 const oneStep = (origin: string) => [{ id: "call", type: "http", method: "GET", url: `${origin}/run?id={{input.n}}&sent={{input.sent}}` }];
 
 async function measure(label: string, steps: (origin: string) => unknown[], rx: Receiver): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "wfp-language-"));
-  const port = await freePort();
-  const env = { ...process.env, ...COMMON, DATA_DIR: dir, PORT: String(port), NODE_ID: "single", HOST: "127.0.0.1" };
-  const root = join(__dirname, "..");
-  const child = spawn(process.execPath, [join(root, "bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
-  const pid = child.pid as number;
+  const server = await startServer();
+  const { pid, admin, base } = server;
   try {
-    await waitFor("the server to listen", async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok === true);
-    const created = spawnSync(process.execPath, [join(root, "bin/cli.js"), "orgs", "create", "--name", "Bench"], {
-      env: { ...process.env, DATA_DIR: dir },
-      encoding: "utf8",
-    });
-    const admin = (JSON.parse(created.stdout) as { api_keys: { key: string }[] }).api_keys[0].key;
-    const base = `http://127.0.0.1:${port}/v1`;
     const wf = await post(`${base}/workflows`, admin, { name: label, trigger: { type: "manual" }, steps: steps(rx.origin) });
     if (wf.status !== 201) throw new Error(`workflow: ${JSON.stringify(wf.body)}`);
     const url = `${base}/workflows/${wf.body.data.id}/runs`;
@@ -72,11 +55,7 @@ async function measure(label: string, steps: (origin: string) => unknown[], rx: 
       `${label}: executed ${rate(executed)}/s, CPU ${cpu.toFixed(3)} ms/run saturated, ${cpuFixed.toFixed(3)} ms/run at ${RATE}/s`,
     );
   } finally {
-    await new Promise((exited) => {
-      child.once("exit", exited);
-      child.kill("SIGKILL");
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

@@ -1,10 +1,10 @@
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { Pool, request } from "undici";
-import { freePort, startNats, startNode, waitFor, type NatsServer } from "../tools/procs";
+import { freePort, runCli, startNats, startNode, waitFor, type NatsServer } from "../tools/procs";
 
 /** What the benchmarks share: the receiver process, the bare loop, pacing and figures. */
 
@@ -212,6 +212,127 @@ export async function natsFor(t: Teardown): Promise<NatsServer> {
   const nats = await startNats();
   t.add(() => nats.stop());
   return nats;
+}
+
+/** What the workflow benches give every server: no rate limit or run budget in the way, local receivers allowed. */
+export const RUN_BENCH_ENV = {
+  RATE_LIMIT_MAX: "10000000",
+  RUN_STARTS_PER_MINUTE: "10000000",
+  LOG_LEVEL: "warn",
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+};
+
+export interface Server {
+  pid: number;
+  /** `http://127.0.0.1:<port>/v1` */
+  base: string;
+  /** The live admin key of the organization created for the bench. */
+  admin: string;
+  dir: string;
+  /** SIGKILL (SIGTERM with BENCH_PROF), then the data directory removed. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole platform in one process (`<dist>/bin/server.js`, its output on this one's) on a fresh
+ * data directory with RUN_BENCH_ENV and `env` (profiled into `$BENCH_PROF/single` when set), and an
+ * organization made by that build's own CLI (another build's would declare its own indexes in this
+ * build's file); resolves once the server answers.
+ */
+export async function startServer(opts: { dist?: string; env?: Record<string, string>; what?: string } = {}): Promise<Server> {
+  const dist = opts.dist ?? join(__dirname, "..");
+  const dir = mkdtempSync(join(tmpdir(), "wfp-bench-"));
+  const port = await freePort();
+  const prof = process.env.BENCH_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROF}/single` } : {};
+  const env = {
+    ...process.env,
+    ...RUN_BENCH_ENV,
+    ...prof,
+    ...opts.env,
+    DATA_DIR: dir,
+    PORT: String(port),
+    NODE_ID: "single",
+    HOST: "127.0.0.1",
+  };
+  const child = spawn(process.execPath, [join(dist, "bin/server.js")], { env, stdio: ["ignore", "inherit", "inherit"] });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null)
+      await new Promise((exited) => {
+        child.once("exit", exited);
+        // A profiled server (BENCH_PROF) writes its profile on SIGTERM.
+        child.kill(process.env.BENCH_PROF ? "SIGTERM" : "SIGKILL");
+      });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const health = `http://127.0.0.1:${port}/health`;
+    await waitFor(opts.what ?? "the server to listen", async () => (await fetch(health).catch(() => undefined))?.ok === true);
+    const created = spawnSync(process.execPath, [join(dist, "bin/cli.js"), "orgs", "create", "--name", "Bench"], {
+      env: { ...process.env, DATA_DIR: dir },
+      encoding: "utf8",
+    });
+    const admin = (JSON.parse(created.stdout) as { api_keys: { key: string }[] }).api_keys[0].key;
+    return { pid: child.pid as number, base: `http://127.0.0.1:${port}/v1`, admin, dir, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The `data` of a GET of the API. */
+export async function getData(url: string, key: string): Promise<any> {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  return ((await res.json()) as { data: unknown }).data;
+}
+
+/** How many nodes the registry behind `metricsUrl` (a node's METRICS_PORT) lists for `service`. */
+async function endpoints(metricsUrl: string, service: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const label = `service="${service}"`;
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("moleculer_registry_service_endpoints_total{") && l.includes(label))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+export interface Cluster {
+  base: string;
+  admin: string;
+  /** The API node's, then each workflows node's. */
+  pids: number[];
+}
+
+/**
+ * nats-server, an API node (every service but workflows) and `workflowsNodes` workflows nodes on
+ * one data directory, with an organization; resolves once the API node's registry lists every
+ * workflows node (so its calls and events are balanced over all of them).
+ */
+export async function startCluster(t: Teardown, common: Record<string, string>, workflowsNodes = 2): Promise<Cluster> {
+  const metricsPort = await freePort();
+  const api = await storeNode(
+    t,
+    "api",
+    { ...common, METRICS_PORT: String(metricsPort) },
+    "gateway,auth,keys,orgs,events,webhooks",
+    await natsFor(t),
+  );
+  // One metrics port: the API node's.
+  const env: Record<string, string> = { ...api.env };
+  delete env.METRICS_PORT;
+  const pids = [api.node.child.pid as number];
+  for (let i = 1; i <= workflowsNodes; i += 1) {
+    const node = startNode(`workflows-${i}`, { ...env, SERVICES: "workflows" });
+    t.add(() => node.kill("SIGKILL"));
+    pids.push(node.child.pid as number);
+  }
+  const admin = runCli(["orgs", "create", "--name", "Bench"], { DATA_DIR: api.dir }).api_keys.find((k) => k.environment === "live")!.key;
+  const metrics = `http://127.0.0.1:${metricsPort}/metrics`;
+  await waitFor(
+    `${workflowsNodes} workflows nodes`,
+    async () => (await endpoints(metrics, "workflows").catch(() => 0)) >= workflowsNodes,
+    60_000,
+  );
+  return { base: api.base, admin, pids };
 }
 
 /** The bare loop's runs, first and last, and their mean (what the ratios are to). */

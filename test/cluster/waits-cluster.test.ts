@@ -155,3 +155,26 @@ describe("waits under SIGKILL", () => {
     expect((await runOf(brief, run)).steps[0]).toMatchObject({ status: "failed", error_code: "timed_out" });
   });
 });
+
+describe("a type no run waited on, then waited on", () => {
+  beforeAll(async () => {
+    await killWorkflowsNodes();
+    await Promise.all([workflowsNode("w9"), workflowsNode("w10")]);
+  });
+
+  it("an event handled by a node that had read no wait for its type resumes the runs that began waiting on another", async () => {
+    for (let round = 0; round < 6; round += 1) {
+      const type = `round${round}.paid`;
+      const wf = await create({
+        steps: [{ id: "pay", type: "wait_for_event", event_type: type, match: { "data.order_id": "{{ input.order_id }}" } }],
+      });
+      // Both nodes handle events of the type while no run waits on it, and hold that answer.
+      for (let i = 0; i < 6; i += 1) await emit(type, { order_id: "nobody" });
+      // Two runs at once: one makes the type's shape live, the other may find it being made live.
+      const runs = await Promise.all([start(wf, { order_id: `${round}-a` }), start(wf, { order_id: `${round}-b` })]);
+      await Promise.all(runs.map((run) => reaches(wf, run, "waiting")));
+      await Promise.all([emit(type, { order_id: `${round}-a` }), emit(type, { order_id: `${round}-b` })]);
+      await Promise.all(runs.map((run) => reaches(wf, run, "succeeded")));
+    }
+  });
+});
