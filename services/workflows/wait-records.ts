@@ -32,11 +32,6 @@ export interface ShapeDoc extends Doc {
   paths: string[];
   /** The latest `until` of the registrations under it: pruned after that. */
   until: string;
-  /**
-   * Set by the registration that made the shape live in a cluster, until the nodes' answers that no
-   * run waits on its type have lapsed; a registration that sees it waits as long (shape-absence.ts).
-   */
-  pending?: string;
 }
 
 export const WAITS = collectionSpec<WaitDoc>("workflow_waits", [

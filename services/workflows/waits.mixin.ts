@@ -1,13 +1,11 @@
-import { randomBytes } from "node:crypto";
 import type { ServiceSchema } from "moleculer";
-import { ApiError, isDuplicate } from "../../shared/errors";
+import { isDuplicate } from "../../shared/errors";
 import type { EventDoc } from "../../shared/records/events";
 import type { PlatformSettings } from "../../shared/runtime/platform";
 import type { Tenant } from "../../shared/storage/types";
 import type { RunEngine } from "./engine";
 import type { RunDoc } from "./run-doc";
 import { updateOf, type RunWrite } from "./run-write.logic";
-import { ABSENT_MS, CLOCK_SKEW_MS, ShapeAbsence } from "./shape-absence";
 import { cancelledByEvent, eventArrived, waitState } from "./wait-moves.logic";
 import type { Registration, ShapeDoc, WaitDoc } from "./wait-records";
 import { eventMatch, filterPasses, holds, keyOf, shapeId, SHAPES_PER_TYPE_MAX } from "./waits.logic";
@@ -17,14 +15,9 @@ import type { WorkflowsStoreVars } from "./workflows.store";
 const PAGE = 200;
 /** Compare-and-sets of one run lost to other writers before the event is left to the sweep. */
 const TRIES = 10;
-/** Writes of one shape lost to other registrations before this one gives up (the engine retries the run). */
-const SHAPE_TRIES = 5;
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 interface WaitsVars extends WorkflowsStoreVars {
   engine: RunEngine;
-  shapeAbsence: ShapeAbsence;
 }
 export interface WaitsMethods {
   /** Stores a run's registrations and their shapes (the engine, before it parks the run); null, or why they are refused. */
@@ -35,8 +28,6 @@ export interface WaitsMethods {
   forgetWaits(run: RunDoc): void;
 }
 interface Methods extends WaitsMethods {
-  /** The shape `wait` is found under, live until at least its `until` for every node; null, or why it is refused. */
-  liveShape(tenant: Required<Tenant>, wait: WaitDoc, paths: string[]): Promise<string | null>;
   /**
    * One registration met by `event`: its run resumed or cancelled under a compare-and-set, then the
    * registration deleted; false when the run is not parked yet (the event comes back with the sweep).
@@ -56,8 +47,26 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
     async registerWaits(run, registrations) {
       const tenant = { org_id: run.org_id, environment: run.environment };
       for (const { wait, paths } of registrations) {
-        const refused = await this.liveShape(tenant, wait, paths);
-        if (refused !== null) return refused;
+        const id = shapeId(tenant, wait.event_type, paths);
+        const shape = await this.shapes.get(tenant, id);
+        if (!shape) {
+          const now = new Date().toISOString();
+          const live = await this.shapes.count(
+            tenant,
+            { event_type: wait.event_type, until: { $gte: now } },
+            { limit: SHAPES_PER_TYPE_MAX },
+          );
+          if (live >= SHAPES_PER_TYPE_MAX)
+            return `${SHAPES_PER_TYPE_MAX} different sets of match paths wait on ${wait.event_type} in this environment already (SHAPES_PER_TYPE_MAX): match on the same paths as the others`;
+          const doc: ShapeDoc = { id, ...tenant, event_type: wait.event_type, paths, until: wait.until };
+          try {
+            await this.shapes.insert(doc);
+          } catch (err) {
+            if (!isDuplicate(err)) throw err;
+          }
+        }
+        // The shape lives as long as its longest registration.
+        await this.shapes.update(tenant, { id, until: { $lt: wait.until } }, { $set: { until: wait.until } });
         try {
           await this.waits.insert(wait);
         } catch (err) {
@@ -68,60 +77,6 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
         }
       }
       return null;
-    },
-
-    async liveShape(tenant, wait, paths) {
-      const id = shapeId(tenant, wait.event_type, paths);
-      // In a cluster another node may hold this type as waited for by nobody (shape-absence.ts).
-      const cluster = this.settings.config.transporter !== undefined;
-      for (let tries = 0; tries < SHAPE_TRIES; tries += 1) {
-        const now = Date.now();
-        // Lapsed by more than this: no node's clock can still count it live, so writing it makes it live again.
-        const lapsed = iso(now - CLOCK_SKEW_MS / 2);
-        const token = cluster ? randomBytes(9).toString("base64url") : undefined;
-        const shape = await this.shapes.get(tenant, id);
-        // What this registration made live (its token), or the shape as it saw it.
-        let made = false;
-        let seen = shape;
-        if (!shape) {
-          const live = await this.shapes.count(
-            tenant,
-            { event_type: wait.event_type, until: { $gte: iso(now) } },
-            { limit: SHAPES_PER_TYPE_MAX },
-          );
-          if (live >= SHAPES_PER_TYPE_MAX)
-            return `${SHAPES_PER_TYPE_MAX} different sets of match paths wait on ${wait.event_type} in this environment already (SHAPES_PER_TYPE_MAX): match on the same paths as the others`;
-          const doc: ShapeDoc = { id, ...tenant, event_type: wait.event_type, paths, until: wait.until, ...(token && { pending: token }) };
-          try {
-            await this.shapes.insert(doc);
-          } catch (err) {
-            if (!isDuplicate(err)) throw err;
-            continue;
-          }
-          made = true;
-        } else if (shape.until < lapsed) {
-          seen = await this.shapes.update(
-            tenant,
-            { id, until: { $lt: lapsed } },
-            { $set: { until: wait.until, ...(token && { pending: token }) } },
-          );
-          if (!seen) continue;
-          made = true;
-        } else if (shape.until < wait.until) {
-          // The shape lives as long as its longest registration; still live when written, or else revived above.
-          seen = await this.shapes.update(tenant, { id, until: { $gte: lapsed, $lt: wait.until } }, { $set: { until: wait.until } });
-          if (!seen) continue;
-        }
-        const pending = made ? token : seen?.pending;
-        if (made || pending) this.shapeAbsence.drop(tenant, wait.event_type);
-        if (pending) {
-          // Every node's answer that no run waits on this type, read before the shape was live, lapses meanwhile.
-          await new Promise((elapsed) => setTimeout(elapsed, ABSENT_MS));
-          await this.shapes.update(tenant, { id, pending }, { $unset: { pending: true } });
-        }
-        return null;
-      }
-      throw new ApiError("service_unavailable", `the wait shape ${id} kept changing under this registration`);
     },
 
     forgetWaits(run) {
@@ -135,16 +90,9 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
 
     async resolveWaits(tenant, events) {
       const incomplete = new Set<string>();
-      const types = this.shapeAbsence.unknown(tenant, [...new Set<string>(events.map((e: EventDoc) => e.type))]);
-      if (types.length === 0) return incomplete;
-      const begun = this.shapeAbsence.begin();
-      // Live by any node's clock: a shape is revived, not extended, only once lapsed by more (liveShape).
-      const shapes = await this.shapes.find(tenant, { event_type: { $in: types }, until: { $gte: iso(Date.now() - CLOCK_SKEW_MS) } });
-      this.shapeAbsence.keep(
-        tenant,
-        types.filter((type) => !shapes.some((shape) => shape.event_type === type)),
-        begun,
-      );
+      const types = [...new Set(events.map((e: EventDoc) => e.type))];
+      const now = new Date().toISOString();
+      const shapes = await this.shapes.find(tenant, { event_type: { $in: types }, until: { $gte: now } });
       if (shapes.length === 0) return incomplete;
       // The key each event has under each shape of its type; the registrations under those keys.
       const byKey = new Map<string, EventDoc[]>();
@@ -225,9 +173,5 @@ export const WaitsMixin: Partial<ServiceSchema<PlatformSettings, Methods, WaitsV
       this.logger.debug(`run ${wait.run_id}: its ${wait.kind} not settled on event ${event.id}: ${TRIES} writes lost`);
       return false;
     },
-  },
-
-  created() {
-    this.shapeAbsence = new ShapeAbsence();
   },
 };

@@ -168,7 +168,8 @@ describe("a type no run waited on, then waited on", () => {
       const wf = await create({
         steps: [{ id: "pay", type: "wait_for_event", event_type: type, match: { "data.order_id": "{{ input.order_id }}" } }],
       });
-      // Both nodes handle events of the type while no run waits on it, and hold that answer.
+      // Both nodes handle events of the type while no run waits on it: a node that kept that answer
+      // would miss the runs below (decision 0180).
       for (let i = 0; i < 6; i += 1) await emit(type, { order_id: "nobody" });
       // Two runs at once: one makes the type's shape live, the other may find it being made live.
       const runs = await Promise.all([start(wf, { order_id: `${round}-a` }), start(wf, { order_id: `${round}-b` })]);
