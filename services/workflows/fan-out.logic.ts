@@ -98,6 +98,15 @@ const startedOf = (run: RunDoc, c: Clock): Pick<RunStep, "started_at" | "attempt
   attempt_count: 1,
 });
 
+/**
+ * Where a drive goes on after finding the child at `next` stored by another drive: past `highest`,
+ * the highest index this attempt has stored, since drives start children in index order (each
+ * index below it was started, or skipped on a retry); never back.
+ */
+export function pastStored(next: number, highest: number | undefined): number {
+  return Math.max(next + 1, (highest ?? -1) + 1);
+}
+
 /** Children are still to end (or to start): the step waits, showing its counters; each child's end makes the run due. */
 export function fanWaiting(run: RunDoc, progress: FanOutProgress, c: Clock): RunWrite {
   const steps = put(run, { ...startedOf(run, c), status: "waiting", output: { ...progress } });

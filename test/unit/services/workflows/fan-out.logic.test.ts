@@ -6,6 +6,7 @@ import {
   MAP_RESULTS_MAX_BYTES,
   mapOutput,
   parallelOutput,
+  pastStored,
   type ChildResult,
 } from "../../../../services/workflows/fan-out.logic";
 import { MAP_ITEMS_MAX } from "../../../../services/workflows/child-limits";
@@ -84,6 +85,23 @@ describe("a map step's children", () => {
     expect(write.set.status).toBe("waiting");
     expect(write.set.steps?.[0]).toMatchObject({ status: "waiting", output: { count: 1, started: 1, running: 1 } });
     expect(write.unset.due_at).toBe(true);
+  });
+});
+
+describe("a drive that finds a child stored by another drive", () => {
+  it("goes on at the first index not stored, whatever the gap, never back", () => {
+    // Drives start children in index order, so the stored ones are always indexes 0..stored-1.
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: MAP_ITEMS_MAX }), fc.nat(MAP_ITEMS_MAX), (stored, at) => {
+        const next = at % stored;
+        expect(pastStored(next, stored - 1)).toBe(stored);
+      }),
+    );
+    expect(pastStored(646, 763)).toBe(764);
+    expect(pastStored(5, 5)).toBe(6);
+    // Read before the other drive's child was seen (a store that lags): still one on.
+    expect(pastStored(5, 3)).toBe(6);
+    expect(pastStored(5, undefined)).toBe(6);
   });
 });
 
