@@ -176,6 +176,21 @@ export function parallelOutput(names: string[], children: ChildResult[]): Record
   );
 }
 
+/** A parallel step's branches as its output (parallelOutput) gives them: index and status. */
+export function branchesOf(names: string[], output: Record<string, unknown>): { index: number; status: string }[] {
+  return names.map((name, index) => ({ index, status: String((output[name] as { status?: unknown } | undefined)?.status) }));
+}
+
+/** Why a parallel step failed: each branch that failed or was cancelled (other than by the step), by name, in branch order. */
+export function branchesFailed(names: string[], children: { index: number; status: string }[]): string {
+  const bad = children
+    .filter((c) => c.status !== "succeeded")
+    .sort((a, b) => a.index - b.index)
+    .map((c) => `'${names[c.index] ?? c.index}' ${c.status === "cancelled" ? "was cancelled" : c.status}`);
+  if (bad.length === 0) return "a branch failed or was cancelled";
+  return `${bad.length === 1 ? "the branch" : "the branches"} ${bad.join(", ")}`;
+}
+
 /** Every child has ended and no more than the tolerated number failed: the step succeeds. */
 export function fanSucceeded(run: RunDoc, output: Record<string, unknown>, c: Clock): RunWrite {
   return advance(run, { ...startedOf(run, c), output: boundedOutput(output, outputsBytes(run.steps, run.cursor)) }, c);

@@ -13,6 +13,8 @@ import {
   mapOutput,
   parallelOutput,
   pastStored,
+  branchesFailed,
+  branchesOf,
   type ChildResult,
   type FanOut,
   type FanOutProgress,
@@ -134,17 +136,32 @@ export class FanOutRuns {
     if (next < plan.count || running > 0) return fanWaiting(run, await progress(), c);
     const output = await this.output(run, step, plan, await progress());
     // A parallel step with on_error "continue" lets every branch end: one that failed fails the step, and the run goes on.
-    if (step.type === "parallel" && failed > 0) return fanFailed(run, `${failed} of its branches failed or were cancelled`, output, c);
+    if (step.type === "parallel" && failed > 0)
+      return fanFailed(run, branchesFailed(plan.names ?? [], branchesOf(plan.names ?? [], output)), output, c);
     return fanSucceeded(run, output, c);
   }
 
   /** More children failed than tolerated: the unfinished ones are cancelled, and the step fails with what was done. */
   private async failed(run: RunDoc, step: FanOutStep, plan: FanOut, progress: FanOutProgress, c: Clock): Promise<RunWrite> {
+    // A parallel step names the branches that ended badly, read before the others are cancelled.
+    const culprits =
+      step.type === "parallel"
+        ? await this.o.runs.find(
+            tenantOf(run),
+            { "parent.run_id": run.id, "parent.step_id": step.id, parent_attempt: run.attempt ?? 1, status: { $in: ENDED_BADLY } },
+            { limit: plan.count },
+          )
+        : [];
     await this.family.cancelChildren(run, step.id);
-    const what = step.type === "parallel" ? "a branch" : `${progress.failed} of its children`;
-    const allowed = step.type === "parallel" ? "" : ` (tolerated_failures: ${plan.tolerated})`;
     const output = await this.output(run, step, plan, { ...progress, running: 0 });
-    return fanFailed(run, `${what} failed or was cancelled${allowed}`, output, c);
+    const why =
+      step.type === "parallel"
+        ? branchesFailed(
+            plan.names ?? [],
+            culprits.map((child) => ({ index: child.parent?.index ?? 0, status: child.status })),
+          )
+        : `${progress.failed} of its children failed or was cancelled (tolerated_failures: ${plan.tolerated})`;
+    return fanFailed(run, why, output, c);
   }
 
   /** The highest index of the step's children started by this attempt, if any. */

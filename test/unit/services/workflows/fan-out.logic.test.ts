@@ -7,6 +7,8 @@ import {
   mapOutput,
   parallelOutput,
   pastStored,
+  branchesFailed,
+  branchesOf,
   type ChildResult,
 } from "../../../../services/workflows/fan-out.logic";
 import { MAP_ITEMS_MAX } from "../../../../services/workflows/child-limits";
@@ -123,5 +125,24 @@ describe("a parallel step's children", () => {
       crm: { run_id: "run_1", status: "succeeded", output: 5 },
       billing: { run_id: null, status: "cancelled", output: null },
     });
+  });
+
+  it("fail the step naming each branch that ended badly, in branch order", () => {
+    const names = ["crm", "billing", "audit"];
+    expect(branchesFailed(names, [{ index: 1, status: "failed" }])).toBe("the branch 'billing' failed");
+    expect(
+      branchesFailed(names, [
+        { index: 2, status: "cancelled" },
+        { index: 0, status: "failed" },
+      ]),
+    ).toBe("the branches 'crm' failed, 'audit' was cancelled");
+    // With on_error continue, read from the output once every branch ended: the succeeded ones are left out.
+    const out = parallelOutput(names, [
+      { id: "run_1", index: 0, status: "succeeded", output: 1 },
+      { id: "run_2", index: 1, status: "failed", output: null },
+      { id: "run_3", index: 2, status: "succeeded", output: 3 },
+    ]);
+    expect(branchesFailed(names, branchesOf(names, out))).toBe("the branch 'billing' failed");
+    expect(branchesFailed(names, [])).toBe("a branch failed or was cancelled");
   });
 });
