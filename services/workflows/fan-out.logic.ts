@@ -98,6 +98,15 @@ const startedOf = (run: RunDoc, c: Clock): Pick<RunStep, "started_at" | "attempt
   attempt_count: 1,
 });
 
+/**
+ * Where a drive goes on after finding the child at `next` stored by another drive: past `highest`,
+ * the highest index this attempt has stored, since drives start children in index order (each
+ * index below it was started, or skipped on a retry); never back.
+ */
+export function pastStored(next: number, highest: number | undefined): number {
+  return Math.max(next + 1, (highest ?? -1) + 1);
+}
+
 /** Children are still to end (or to start): the step waits, showing its counters; each child's end makes the run due. */
 export function fanWaiting(run: RunDoc, progress: FanOutProgress, c: Clock): RunWrite {
   const steps = put(run, { ...startedOf(run, c), status: "waiting", output: { ...progress } });
@@ -165,6 +174,21 @@ export function parallelOutput(names: string[], children: ChildResult[]): Record
       ];
     }),
   );
+}
+
+/** A parallel step's branches as its output (parallelOutput) gives them: index and status. */
+export function branchesOf(names: string[], output: Record<string, unknown>): { index: number; status: string }[] {
+  return names.map((name, index) => ({ index, status: String((output[name] as { status?: unknown } | undefined)?.status) }));
+}
+
+/** Why a parallel step failed: each branch that failed or was cancelled (other than by the step), by name, in branch order. */
+export function branchesFailed(names: string[], children: { index: number; status: string }[]): string {
+  const bad = children
+    .filter((c) => c.status !== "succeeded")
+    .sort((a, b) => a.index - b.index)
+    .map((c) => `'${names[c.index] ?? c.index}' ${c.status === "cancelled" ? "was cancelled" : c.status}`);
+  if (bad.length === 0) return "a branch failed or was cancelled";
+  return `${bad.length === 1 ? "the branch" : "the branches"} ${bad.join(", ")}`;
 }
 
 /** Every child has ended and no more than the tolerated number failed: the step succeeds. */

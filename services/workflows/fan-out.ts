@@ -12,6 +12,9 @@ import {
   fanWaiting,
   mapOutput,
   parallelOutput,
+  pastStored,
+  branchesFailed,
+  branchesOf,
   type ChildResult,
   type FanOut,
   type FanOutProgress,
@@ -33,15 +36,16 @@ interface Canceller {
   cancelChildren(run: RunDoc, stepId?: string): Promise<void>;
 }
 
-/** What starting one child came to: stored (now or before), or the step must stop (`refused`) or wait (`deferredTo`). */
-type Start = { stored: true } | { refused: string; code: string } | { deferredTo: number };
+/** What starting one child came to: stored now, found stored by another drive, or the step must stop (`refused`) or wait (`deferredTo`). */
+type Start = { stored: true } | { found: true } | { refused: string; code: string } | { deferredTo: number };
 
 /**
  * The engine's side of `map` and `parallel` steps (fan-out.logic.ts). Each drive of the step counts
  * its children through the `parent.run_id` index (unfinished ones; failed ones of this attempt),
  * starts the next ones up to the step's concurrency, and parks the run; each child's end makes the
- * parent due again (child-runs.ts `ended`). Only the lease holder of the parent starts children, and
- * each child is stored once under its key, so a drive repeated after a crash starts none twice.
+ * parent due again (child-runs.ts `ended`), taking the claim of a drive still running: drives
+ * overlap. Each child is stored once under its key, so none starts twice; a drive that finds one
+ * stored stops when its claim was taken, else goes on past the stored ones (decision 0186).
  */
 export class FanOutRuns {
   constructor(
@@ -67,7 +71,8 @@ export class FanOutRuns {
     const state = run.steps[run.cursor];
     const shown = state.status === "waiting" ? (state.output as Partial<FanOutProgress> | null) : null;
     let next = shown?.started ?? 0;
-    let running = await this.o.runs.count(tenant, { ...base, status: { $in: UNFINISHED } });
+    const unfinished = () => this.o.runs.count(tenant, { ...base, status: { $in: UNFINISHED } });
+    let running = await unfinished();
     const failedNow = () =>
       this.o.runs.count(tenant, { ...base, parent_attempt: attempt, status: { $in: ENDED_BADLY } }, { limit: plan.tolerated + 1 });
     let failed = await failedNow();
@@ -81,7 +86,8 @@ export class FanOutRuns {
     if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
 
     let workflow: WorkflowDoc | undefined;
-    for (;;) {
+    let overtaken = false;
+    drive: for (;;) {
       while (next < plan.count && running < plan.concurrency) {
         // A retry keeps the items that succeeded in an earlier attempt.
         if (attempt > 1 && (await this.o.runs.findOne(tenant, { ...base, "parent.index": next, status: "succeeded" }))) {
@@ -99,11 +105,23 @@ export class FanOutRuns {
           return fanFailed(run, started.refused, await this.output(run, step, plan, await progress()), c, started.code);
         }
         if ("deferredTo" in started) return fanDeferred(run, await progress(), c, started.deferredTo);
+        if ("found" in started) {
+          // Stored by another drive. This one, overtaken by a child's end (which took its claim),
+          // leaves the rest to the drive that holds the claim now.
+          overtaken = (await this.o.runs.get(tenant, run.id))?.lease !== run.lease;
+          if (overtaken) break drive;
+          // Holding the claim, it found the children of a drive cut before it stored its counters:
+          // each index below the highest stored was started, and finding each stored in turn would
+          // outlast the claim. On past them, counting the unfinished ones again.
+          next = pastStored(next, await this.highestStored(run, step.id, attempt));
+          running = await unfinished();
+          continue;
+        }
         next += 1;
         running += 1;
       }
-      // Counted again: a child found stored (by a drive cut before it stored its counters) may have ended already.
-      running = await this.o.runs.count(tenant, { ...base, status: { $in: UNFINISHED } });
+      // Counted again: children counted as started may have ended meanwhile.
+      running = await unfinished();
       if (next >= plan.count || running >= plan.concurrency) break;
     }
     if (next > (shown?.started ?? 0)) {
@@ -111,22 +129,46 @@ export class FanOutRuns {
       const parent = await this.o.runs.get(tenant, run.id);
       if (parent && TERMINAL.has(parent.status) && parent.status !== "succeeded") await this.family.cancelChildren(parent);
     }
+    // Its write is refused (the claim is another's): what it shows is the other drive's to store.
+    if (overtaken) return fanWaiting(run, await progress(), c);
     failed = await failedNow();
     if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
     if (next < plan.count || running > 0) return fanWaiting(run, await progress(), c);
     const output = await this.output(run, step, plan, await progress());
     // A parallel step with on_error "continue" lets every branch end: one that failed fails the step, and the run goes on.
-    if (step.type === "parallel" && failed > 0) return fanFailed(run, `${failed} of its branches failed or were cancelled`, output, c);
+    if (step.type === "parallel" && failed > 0)
+      return fanFailed(run, branchesFailed(plan.names ?? [], branchesOf(plan.names ?? [], output)), output, c);
     return fanSucceeded(run, output, c);
   }
 
   /** More children failed than tolerated: the unfinished ones are cancelled, and the step fails with what was done. */
   private async failed(run: RunDoc, step: FanOutStep, plan: FanOut, progress: FanOutProgress, c: Clock): Promise<RunWrite> {
+    // A parallel step names the branches that ended badly, read before the others are cancelled.
+    const culprits =
+      step.type === "parallel"
+        ? await this.o.runs.find(
+            tenantOf(run),
+            { "parent.run_id": run.id, "parent.step_id": step.id, parent_attempt: run.attempt ?? 1, status: { $in: ENDED_BADLY } },
+            { limit: plan.count },
+          )
+        : [];
     await this.family.cancelChildren(run, step.id);
-    const what = step.type === "parallel" ? "a branch" : `${progress.failed} of its children`;
-    const allowed = step.type === "parallel" ? "" : ` (tolerated_failures: ${plan.tolerated})`;
     const output = await this.output(run, step, plan, { ...progress, running: 0 });
-    return fanFailed(run, `${what} failed or was cancelled${allowed}`, output, c);
+    const why =
+      step.type === "parallel"
+        ? branchesFailed(
+            plan.names ?? [],
+            culprits.map((child) => ({ index: child.parent?.index ?? 0, status: child.status })),
+          )
+        : `${progress.failed} of its children failed or was cancelled (tolerated_failures: ${plan.tolerated})`;
+    return fanFailed(run, why, output, c);
+  }
+
+  /** The highest index of the step's children started by this attempt, if any. */
+  private async highestStored(run: RunDoc, stepId: string, attempt: number): Promise<number | undefined> {
+    const filter = { "parent.run_id": run.id, "parent.step_id": stepId, parent_attempt: attempt };
+    const [last] = await this.o.runs.find(tenantOf(run), filter, { sort: { "parent.index": -1 }, limit: 1 });
+    return last?.parent?.index;
   }
 
   /** The step's output, read from its children in index order: the succeeded one of each item, else this attempt's. */
@@ -175,8 +217,8 @@ export class FanOutRuns {
     try {
       spent = await this.o.startCounted(tenant, [descendants, starts], child);
     } catch (err) {
-      // Stored by an earlier drive of this attempt (cut before it stored its counters).
-      if (isDuplicate(err)) return { stored: true };
+      // Stored by another drive of this attempt.
+      if (isDuplicate(err)) return { found: true };
       throw err;
     }
     if (spent === descendants)

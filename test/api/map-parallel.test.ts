@@ -314,7 +314,7 @@ describe("parallel", () => {
     const wf = await create([{ id: "both", type: "parallel", branches }]);
     const run = await ended(wf, await start(wf));
     expect(run.status).toBe("failed");
-    expect(run.steps[0]).toMatchObject({ status: "failed", error_code: "child_failed" });
+    expect(run.steps[0]).toMatchObject({ status: "failed", error_code: "child_failed", error: "the branch 'bad' failed" });
     expect(run.steps[0].output).toMatchObject({ slow: { status: "cancelled" }, bad: { status: "failed" } });
     const slow = (await childrenOf(run.id)).find((c) => c.parent.index === 0);
     expect(slow).toMatchObject({ status: "cancelled", cancel_reason: "parent_ended" });
@@ -327,6 +327,7 @@ describe("parallel", () => {
     expect(goes.status).toBe("succeeded");
     expect(goes.steps[0]).toMatchObject({
       status: "failed",
+      error: "the branch 'bad' failed",
       output: { ok: { status: "succeeded", output: 1 }, bad: { status: "failed" } },
     });
     expect(goes.output).toBe("failed");

@@ -23,6 +23,10 @@ export interface Received {
   connection: number;
   /** The sender's port on that connection. */
   fromPort: number;
+  /** When it ended (ms since the epoch): answered, or its connection closed first; unset while open. */
+  endedAt?: number;
+  /** Whether the answer was written in full before it ended (false: the sender went away first). */
+  answered?: boolean;
 }
 
 export interface Behaviour {
@@ -35,6 +39,8 @@ export interface Behaviour {
   headers?: Record<string, string>;
   /** Answer once this settles (a gate the test opens). */
   gate?: Promise<unknown>;
+  /** Accept a request whose Standard Webhooks signature verifies (a workflow's http step sends no `Service-Signature`). */
+  standardOnly?: boolean;
 }
 
 export interface Receiver {
@@ -103,7 +109,7 @@ export async function startReceiver(): Promise<Receiver> {
       }
       const connection = connectionOf.get(req.socket) ?? -1;
       const fromPort = req.socket.remotePort ?? -1;
-      requests.push({
+      const received: Received = {
         path,
         headers,
         body,
@@ -114,13 +120,19 @@ export async function startReceiver(): Promise<Receiver> {
         verified: serviceSignatureOk && standardSignatureOk,
         connection,
         fromPort,
+      };
+      requests.push(received);
+      res.on("close", () => {
+        received.endedAt = Date.now();
+        received.answered = res.writableFinished;
       });
       const n = (counts.get(path) ?? 0) + 1;
       counts.set(path, n);
       const b = behaviours.get(path)?.(n) ?? {};
       if (b.hang) return;
       const answer = () => {
-        const status = serviceSignatureOk && standardSignatureOk ? (b.status ?? 200) : 400;
+        const signed = standardSignatureOk && (serviceSignatureOk || b.standardOnly === true);
+        const status = signed ? (b.status ?? 200) : 400;
         if (!res.destroyed)
           res.writeHead(status, { "content-type": "text/plain", ...b.headers }).end(b.body ?? (status < 300 ? "ok" : "no"));
       };

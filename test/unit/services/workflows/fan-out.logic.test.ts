@@ -6,6 +6,9 @@ import {
   MAP_RESULTS_MAX_BYTES,
   mapOutput,
   parallelOutput,
+  pastStored,
+  branchesFailed,
+  branchesOf,
   type ChildResult,
 } from "../../../../services/workflows/fan-out.logic";
 import { MAP_ITEMS_MAX } from "../../../../services/workflows/child-limits";
@@ -87,6 +90,23 @@ describe("a map step's children", () => {
   });
 });
 
+describe("a drive that finds a child stored by another drive", () => {
+  it("goes on at the first index not stored, whatever the gap, never back", () => {
+    // Drives start children in index order, so the stored ones are always indexes 0..stored-1.
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: MAP_ITEMS_MAX }), fc.nat(MAP_ITEMS_MAX), (stored, at) => {
+        const next = at % stored;
+        expect(pastStored(next, stored - 1)).toBe(stored);
+      }),
+    );
+    expect(pastStored(646, 763)).toBe(764);
+    expect(pastStored(5, 5)).toBe(6);
+    // Read before the other drive's child was seen (a store that lags): still one on.
+    expect(pastStored(5, 3)).toBe(6);
+    expect(pastStored(5, undefined)).toBe(6);
+  });
+});
+
 describe("a parallel step's children", () => {
   it("are its branches, each with the run's input, all at once; on_error continue tolerates every failure", () => {
     const plan = fanOutOf(runOf(PAR, { who: "x" }), PAR as never);
@@ -105,5 +125,24 @@ describe("a parallel step's children", () => {
       crm: { run_id: "run_1", status: "succeeded", output: 5 },
       billing: { run_id: null, status: "cancelled", output: null },
     });
+  });
+
+  it("fail the step naming each branch that ended badly, in branch order", () => {
+    const names = ["crm", "billing", "audit"];
+    expect(branchesFailed(names, [{ index: 1, status: "failed" }])).toBe("the branch 'billing' failed");
+    expect(
+      branchesFailed(names, [
+        { index: 2, status: "cancelled" },
+        { index: 0, status: "failed" },
+      ]),
+    ).toBe("the branches 'crm' failed, 'audit' was cancelled");
+    // With on_error continue, read from the output once every branch ended: the succeeded ones are left out.
+    const out = parallelOutput(names, [
+      { id: "run_1", index: 0, status: "succeeded", output: 1 },
+      { id: "run_2", index: 1, status: "failed", output: null },
+      { id: "run_3", index: 2, status: "succeeded", output: 3 },
+    ]);
+    expect(branchesFailed(names, branchesOf(names, out))).toBe("the branch 'billing' failed");
+    expect(branchesFailed(names, [])).toBe("a branch failed or was cancelled");
   });
 });
