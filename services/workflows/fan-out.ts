@@ -76,14 +76,16 @@ export class FanOutRuns {
     const failedNow = () =>
       this.o.runs.count(tenant, { ...base, parent_attempt: attempt, status: { $in: ENDED_BADLY } }, { limit: plan.tolerated + 1 });
     let failed = await failedNow();
-    const progress = async (): Promise<FanOutProgress> => ({
+    // Every item before `next` has a child of this attempt (unfinished, failed or succeeded) or one
+    // that succeeded before: the succeeded are the rest, not counted (they are most of the children).
+    const progress = (): FanOutProgress => ({
       count: plan.count,
       started: next,
       running,
-      succeeded: await this.o.runs.count(tenant, { ...base, status: "succeeded" }),
+      succeeded: Math.max(0, next - running - failed),
       failed,
     });
-    if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
+    if (failed > plan.tolerated) return this.failed(run, step, plan, progress(), c);
 
     let workflow: WorkflowDoc | undefined;
     let overtaken = false;
@@ -102,9 +104,9 @@ export class FanOutRuns {
         const started = await this.start(run, step, plan, next, c, workflow);
         if ("refused" in started) {
           await this.family.cancelChildren(run, step.id);
-          return fanFailed(run, started.refused, await this.output(run, step, plan, await progress()), c, started.code);
+          return fanFailed(run, started.refused, await this.output(run, step, plan, progress()), c, started.code);
         }
-        if ("deferredTo" in started) return fanDeferred(run, await progress(), c, started.deferredTo);
+        if ("deferredTo" in started) return fanDeferred(run, progress(), c, started.deferredTo);
         if ("found" in started) {
           // Stored by another drive. This one, overtaken by a child's end (which took its claim),
           // leaves the rest to the drive that holds the claim now.
@@ -130,11 +132,11 @@ export class FanOutRuns {
       if (parent && TERMINAL.has(parent.status) && parent.status !== "succeeded") await this.family.cancelChildren(parent);
     }
     // Its write is refused (the claim is another's): what it shows is the other drive's to store.
-    if (overtaken) return fanWaiting(run, await progress(), c);
+    if (overtaken) return fanWaiting(run, progress(), c);
     failed = await failedNow();
-    if (failed > plan.tolerated) return this.failed(run, step, plan, await progress(), c);
-    if (next < plan.count || running > 0) return fanWaiting(run, await progress(), c);
-    const output = await this.output(run, step, plan, await progress());
+    if (failed > plan.tolerated) return this.failed(run, step, plan, progress(), c);
+    if (next < plan.count || running > 0) return fanWaiting(run, progress(), c);
+    const output = await this.output(run, step, plan, progress());
     // A parallel step with on_error "continue" lets every branch end: one that failed fails the step, and the run goes on.
     if (step.type === "parallel" && failed > 0)
       return fanFailed(run, branchesFailed(plan.names ?? [], branchesOf(plan.names ?? [], output)), output, c);
@@ -183,7 +185,10 @@ export class FanOutRuns {
     for (const row of [...others, ...succeeded])
       best.set(row.parent?.index ?? 0, { id: row.id, index: row.parent?.index ?? 0, status: row.status, output: row.output ?? null });
     const children = [...best.values()];
-    return step.type === "parallel" ? parallelOutput(plan.names ?? [], children) : mapOutput(progress, children);
+    const succeededNow = children.filter((child) => child.status === "succeeded").length;
+    return step.type === "parallel"
+      ? parallelOutput(plan.names ?? [], children)
+      : mapOutput({ ...progress, succeeded: succeededNow }, children);
   }
 
   /** The map's workflow, from its (maybe templated) id; or why there is none to run. */

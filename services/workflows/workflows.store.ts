@@ -63,6 +63,9 @@ export const STORE = declareStore({
       // One step's children in item order, each item's newest first (GET /runs?parent_run_id=&step_id=,
       // step-children.ts), and the fan-out's counts and look-ups of a step's children (fan-out.ts).
       { fields: { "parent.run_id": 1, org_id: 1, environment: 1, "parent.step_id": 1, "parent.index": 1, id: -1 }, sparse: true },
+      // A map's or parallel's children by status (fan-out.ts): its unfinished and failed ones counted
+      // at each drive, reading as many entries as there are such children, not every child.
+      { fields: { "parent.run_id": 1, org_id: 1, environment: 1, "parent.step_id": 1, status: 1 }, sparse: true },
       // Only runs the engine has work on carry `due_at`: the index that finds which tenants have
       // work stays small, and holds their tenant fields (read without the documents).
       { fields: { due_at: 1, org_id: 1, environment: 1 }, sparse: true },
