@@ -357,6 +357,30 @@ function mismatch(got: unknown, sent: unknown, at: PathSegment[] = []): [string,
   }
   return null;
 }
+/** A hook request's body as its run's input holds it: the JSON when said to be JSON and it is, else the text (null for none). */
+function expectedBody(raw: string, contentType: string): unknown {
+  if (raw === "") return null;
+  if (!/^application\/(.+\+)?json\b/.test(contentType)) return raw;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+  // Within the API's limits: nesting (the body is at input.request.body), well-formed Unicode and
+  // finite numbers (1e400 is no number JSON can say again).
+  const depth = (v: unknown): number => (typeof v === "object" && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0);
+  const wellFormed = (v: unknown): boolean =>
+    typeof v === "number"
+      ? Number.isFinite(v)
+      : typeof v === "string"
+        ? v.isWellFormed()
+        : typeof v === "object" && v !== null
+          ? Object.entries(v).every(([k, x]) => k.isWellFormed() && wellFormed(x))
+          : true;
+  return depth(parsed) <= MAX_JSON_DEPTH - 2 && wellFormed(parsed) ? parsed : raw;
+}
+
 /** Fields a definition is answered with that are not the definition (they change with time or are shown once). */
 const DYNAMIC = new Set(["next_run_at", "signing_secret", "hook_secret", "updated_at"]);
 /**
@@ -440,7 +464,10 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
   const workflows = new Map<string, string>();
   const jobs = new Map<string, Json>();
   const reruns = new Map<string, Json>();
-  const seen: Record<string, Set<number>> = { create: new Set(), update: new Set(), bulk: new Set(), rerun: new Set() };
+  const seen: Record<string, Set<number>> = { create: new Set(), update: new Set(), bulk: new Set(), rerun: new Set(), hook: new Set() };
+  /** Runs a hook started: the body and content type each was sent with. */
+  const hookRuns = new Map<string, { raw: string; contentType: string }>();
+  let hookWorkflow = "";
   // Fields of the newer features, where the odd value goes.
   const FEATURES =
     /^(trigger\.(verify|dedupe|filter|headers|cron|timezone|every_ms|overlap|catchup_window_ms|input)|steps|cancel_on|output|concurrency|throttle|debounce)/;
@@ -568,6 +595,62 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
     );
   }, 60_000);
 
+  it("answers a hook's requests of any body and type 2xx or 4xx, and keeps each accepted body in its run exactly", async () => {
+    const wf = (
+      await call("POST", "/workflows", {
+        name: "any body",
+        trigger: { type: "webhook", verify: { scheme: "none" }, headers: ["x-odd"] },
+        steps: [{ id: "hold", type: "approval" }],
+      })
+    ).body.data;
+    hookWorkflow = wf.id;
+    const path = (wf.hook.url as string).replace(/^\/v1/, "");
+    const body = fc.oneof(
+      anyJson.map((v) => JSON.stringify(v)),
+      oddObject.map((v) => JSON.stringify(v)),
+      anyString,
+      fc.constantFrom(
+        "",
+        "{",
+        "[1,]",
+        "\ufeff{}",
+        '{"a":"\\ud800"}',
+        '{"a":1}{"b":2}',
+        "null",
+        "1e400",
+        '{"__proto__":{"x":1}}',
+        "a=1&b=2",
+        "<x/>",
+      ),
+      fc.constantFrom('{"k":'.repeat(40) + "1" + "}".repeat(40), "x".repeat(70_000)),
+    );
+    const type = fc.constantFrom(
+      "application/json",
+      "application/json; charset=utf-8",
+      "application/vnd.odd+json",
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "application/xml",
+      "application/octet-stream",
+      "image/png",
+    );
+    await fc.assert(
+      fc.asyncProperty(body, type, anyString, async (raw, contentType, header) => {
+        const headers: Record<string, string> = { "content-type": contentType };
+        // A header value is bytes: only what HTTP can carry goes.
+        if (/^[\t\x20-\x7e]*$/.test(header)) headers["x-odd"] = header;
+        const res = await api(p.baseUrl, "POST", path, { raw, headers });
+        seen.hook.add(res.status);
+        if (!checkAnswer(res, { body: {} }, `POST ${path}`)) return;
+        expect(res.status).toBe(202);
+        hookRuns.set(res.body.data.run_id, { raw, contentType });
+        const run = (await call("GET", `/workflows/${wf.id}/runs/${res.body.data.run_id}`)).body.data;
+        expect(JSON.stringify(run.input.request.body)).toBe(JSON.stringify(expectedBody(raw, contentType)));
+      }),
+      { numRuns: 80, endOnFailure: true },
+    );
+  }, 60_000);
+
   it("reads every accepted value back exactly after a restart, and nothing refused", async () => {
     // Each class was both accepted and refused somewhere.
     for (const [what, statuses] of Object.entries(seen)) {
@@ -580,8 +663,8 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
     await p.stop();
     p = await startPlatform({ ...SETTINGS, DATA_DIR: dir });
     for (const [id, answered] of workflows) expect(definition((await call("GET", `/workflows/${id}`)).body.data)).toBe(answered);
-    // The fixtures' workflows and the accepted ones, no more.
-    expect((await call("GET", "/workflows?per_page=1")).body.meta.total).toBe(workflows.size + 2);
+    // The fixtures' workflows, the hook's and the accepted ones, no more.
+    expect((await call("GET", "/workflows?per_page=1")).body.meta.total).toBe(workflows.size + 3);
     for (const [id, job] of jobs) {
       const now = (await call("GET", `/runs/bulk/${id}`)).body.data;
       expect(JSON.stringify([now.action, now.filter, now.created_at, now.created_by])).toBe(
@@ -592,6 +675,10 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
     // Jobs that named another tenant's workflow acted on none of its runs.
     const theirs = await call("GET", "/runs?per_page=1", undefined, globex.live);
     expect(theirs.body.meta.total).toBe(1);
+    for (const [id, { raw, contentType }] of hookRuns) {
+      const run = (await call("GET", `/workflows/${hookWorkflow}/runs/${id}`)).body.data;
+      expect(JSON.stringify(run.input.request.body)).toBe(JSON.stringify(expectedBody(raw, contentType)));
+    }
     for (const [id, run] of reruns) {
       const now = (await call("GET", `/workflows/${ids.rerunWorkflow}/runs/${id}`)).body.data;
       expect(JSON.stringify({ input: now.input, rerun_of: now.rerun_of, workflow_version: now.workflow_version })).toBe(
