@@ -464,10 +464,21 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
   const workflows = new Map<string, string>();
   const jobs = new Map<string, Json>();
   const reruns = new Map<string, Json>();
-  const seen: Record<string, Set<number>> = { create: new Set(), update: new Set(), bulk: new Set(), rerun: new Set(), hook: new Set() };
+  const seen: Record<string, Set<number>> = {
+    create: new Set(),
+    update: new Set(),
+    bulk: new Set(),
+    rerun: new Set(),
+    hook: new Set(),
+    start: new Set(),
+  };
   /** Runs a hook started: the body and content type each was sent with. */
   const hookRuns = new Map<string, { raw: string; contentType: string }>();
   let hookWorkflow = "";
+  /** Active manual workflows accepted, to start runs of; runs started, with their workflow and what was answered. */
+  const startable: string[] = [];
+  const started = new Map<string, [string, string]>();
+  const runFacts = (run: Json) => JSON.stringify([run.input, run.flow_key, run.workflow_version, run.trigger, run.created_at]);
   // Fields of the newer features, where the odd value goes.
   const FEATURES =
     /^(trigger\.(verify|dedupe|filter|headers|cron|timezone|every_ms|overlap|catchup_window_ms|input)|steps|cancel_on|output|concurrency|throttle|debounce)/;
@@ -495,9 +506,39 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
           const sentInput = (odd.body.trigger as Json).input;
           if (sentInput !== undefined) expect(JSON.stringify((wf.trigger as Json).input)).toBe(JSON.stringify(sentInput));
           expect(definition((await call("GET", `/workflows/${wf.id}`)).body.data)).toBe(definition(wf));
+          if (wf.status === "active" && (wf.trigger as Json).type === "manual") startable.push(wf.id as string);
         },
       ),
       { numRuns: 200, endOnFailure: true },
+    );
+  }, 60_000);
+
+  it("starts runs of them with inputs of every class, keeping each input and flow key as answered", async () => {
+    const input = fc.oneof(
+      oddObject,
+      fc.record({
+        customer_id: anyString,
+        n: fc.oneof(fc.integer(), anyString, fc.constant(null)),
+        a: anyJson,
+        b: anyJson,
+        order_id: anyString,
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(),
+        input.map((v) => objectOf([["input", v]])).chain((body) => oddOf(body, /^input/)),
+        async (pick, odd) => {
+          const id = startable[pick % startable.length];
+          const res = await call("POST", `/workflows/${id}/runs`, odd.body);
+          seen.start.add(res.status);
+          if (!checkAnswer(res, odd, `POST /workflows/${id}/runs`)) return;
+          const run = res.body.data as Json;
+          expect(JSON.stringify(run.input)).toBe(JSON.stringify(odd.body.input ?? {}));
+          started.set(run.id as string, [id, runFacts(run)]);
+        },
+      ),
+      { numRuns: 60, endOnFailure: true },
     );
   }, 60_000);
 
@@ -675,6 +716,9 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
     // Jobs that named another tenant's workflow acted on none of its runs.
     const theirs = await call("GET", "/runs?per_page=1", undefined, globex.live);
     expect(theirs.body.meta.total).toBe(1);
+    for (const [id, [workflow, facts]] of started) {
+      expect(runFacts((await call("GET", `/workflows/${workflow}/runs/${id}`)).body.data)).toBe(facts);
+    }
     for (const [id, { raw, contentType }] of hookRuns) {
       const run = (await call("GET", `/workflows/${hookWorkflow}/runs/${id}`)).body.data;
       expect(JSON.stringify(run.input.request.body)).toBe(JSON.stringify(expectedBody(raw, contentType)));
