@@ -278,8 +278,14 @@ function oddOf(body: Json, within: RegExp): fc.Arbitrary<Odd> {
     { weight: 1, arbitrary: fc.constant({ body }) },
     {
       weight: 3,
-      arbitrary: fc.tuple(fc.constantFrom(...paths), oddValue, fc.nat(9)).map(([path, value, drop]) => {
+      arbitrary: fc.tuple(fc.constantFrom(...paths), oddValue, fc.nat(9), anyKey).map(([path, value, drop, extra]) => {
         const parent = getAt(body, path.slice(0, -1));
+        const here = getAt(body, path);
+        // Sometimes an object gets a field it does not have, of any name.
+        if (drop === 1 && typeof here === "object" && here !== null && !Array.isArray(here) && !Object.hasOwn(here, extra)) {
+          const wider = objectOf([...Object.entries(here), [extra, value]]);
+          return { body: setAt(body, path, wider) as Json, at: formatPath([...path, extra]) };
+        }
         // Sometimes a field goes missing instead (not an array's item: that would shift the rest).
         if (drop === 0 && !Array.isArray(parent)) {
           const last = path[path.length - 1] as string;
@@ -292,7 +298,11 @@ function oddOf(body: Json, within: RegExp): fc.Arbitrary<Odd> {
   );
 }
 
-/** Whether `param` names a field of `body`, or a field inside one of its objects. */
+/** One more field of a path, in the project's notation (shared/api/json-limits.ts `formatPath`). */
+const SEGMENT = /^(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])$/;
+const FIRST_SEGMENT = /^([A-Za-z_][A-Za-z0-9_-]*|\["(?:[^"\\]|\\.)*"\])$/;
+
+/** Whether `param` names a field of `body`, or a field one of its objects lacks, in the project's notation. */
 function namesAField(body: unknown, param: unknown): boolean {
   if (typeof param !== "string" || param === "") return false;
   const all = pathsOf(body);
@@ -300,7 +310,8 @@ function namesAField(body: unknown, param: unknown): boolean {
     const name = formatPath(path);
     if (param === name) return true;
     const v = getAt(body, path);
-    return typeof v === "object" && v !== null && (name === "" || param.startsWith(`${name}.`) || param.startsWith(`${name}[`));
+    if (typeof v !== "object" || v === null || Array.isArray(v) || !param.startsWith(name)) return false;
+    return (name === "" ? FIRST_SEGMENT : SEGMENT).test(param.slice(name.length));
   });
 }
 /** One of the two names the other or a field inside it (or they are fields of one object). */
