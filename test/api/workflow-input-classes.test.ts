@@ -8,6 +8,9 @@ import { api, startPlatform, type ApiResponse, type Platform, type TestOrg } fro
 import { anyJson, anyKey, anyString } from "../helpers/odd-json";
 import { expression } from "../helpers/cel-arbitraries";
 import { waitFor } from "../../tools/procs";
+import { operationOf, validatorOf } from "../helpers/contract";
+
+const pointerOf = (template: string) => template.replace(/~/g, "~0").replace(/\//g, "~1");
 
 /**
  * Classes of odd and bad values in the workflow inputs the newer features take (hook `verify`,
@@ -306,6 +309,31 @@ function oddOf(body: Json, within: RegExp): fc.Arbitrary<Odd> {
   );
 }
 
+/** A body with the null fields of its steps (at any level of map and parallel steps) left out. */
+function withoutNullStepFields(body: unknown): unknown {
+  const steps = (list: unknown): unknown =>
+    Array.isArray(list)
+      ? list.map((step) =>
+          typeof step === "object" && step !== null && !Array.isArray(step)
+            ? objectOf(
+                Object.entries(step)
+                  .filter(([, v]) => v !== null)
+                  .map(([k, v]) => [
+                    k,
+                    k === "steps"
+                      ? steps(v)
+                      : k === "branches" && typeof v === "object" && v !== null
+                        ? objectOf(Object.entries(v).map(([b, l]) => [b, steps(l)]))
+                        : v,
+                  ]),
+              )
+            : step,
+        )
+      : list;
+  if (typeof body !== "object" || body === null || !("steps" in body)) return body;
+  return { ...(body as Json), steps: steps((body as Json).steps) };
+}
+
 /** One more field of a path, in the project's notation (shared/api/json-limits.ts `formatPath`). */
 const SEGMENT = /^(\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])$/;
 const FIRST_SEGMENT = /^([A-Za-z_][A-Za-z0-9_-]*|\["(?:[^"\\]|\\.)*"\])$/;
@@ -334,6 +362,18 @@ function checkAnswer(res: ApiResponse, odd: Odd, what: string): boolean {
   const shown = `${what} ${JSON.stringify(odd.body).slice(0, 400)} → ${res.status} ${JSON.stringify(res.body).slice(0, 400)}`;
   if (res.status < 300) {
     expect({ shown, ok: res.status === 200 || res.status === 201 || res.status === 202 }).toEqual({ shown, ok: true });
+    // What the API reference refuses is refused (it may refuse more: rules no schema states).
+    const [method, path] = what.split(" ");
+    const request = operationOf(method, path)?.op.requestBody?.content["application/json"].schema;
+    if (request !== undefined) {
+      const validate = validatorOf(
+        `paths/${pointerOf(operationOf(method, path)!.template)}/${method.toLowerCase()}/requestBody/content/application~1json/schema`,
+      );
+      // A step's field sent as null is taken as left out, which the reference does not say (see the report of this test's commit).
+      const asRead = withoutNullStepFields(odd.body);
+      const refusedBy = validate(asRead) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+      expect({ shown, refusedBy }).toEqual({ shown, refusedBy: [] });
+    }
     return true;
   }
   expect({ shown, client: res.status >= 400 && res.status < 500 }).toEqual({ shown, client: true });
@@ -498,6 +538,8 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
   /** Runs a hook started: the body and content type each was sent with. */
   const hookRuns = new Map<string, { raw: string; contentType: string }>();
   let hookWorkflow = "";
+  /** Events whose data has keys with escapes, as sent (JSON). */
+  const escapedKeys = new Map<string, string>();
   /** Active manual workflows accepted, to start runs of; runs started, with their workflow and what was answered. */
   const startable: string[] = [];
   const started = new Map<string, [string, string]>();
@@ -720,6 +762,45 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
     );
   }, 60_000);
 
+  it("keeps keys holding an escape after keys holding a backslash (a fault of V8's JSON.parse)", async () => {
+    // Once a key holding a backslash was parsed, V8 13.6 read a later key with an escape in the same
+    // place of an object of the same shape as that key: the platform parses such texts itself.
+    const shapes = [
+      [objectOf([["\\", 1]]), objectOf([["\u0000", 1]])],
+      [
+        objectOf([
+          ["a", 0],
+          ["x\\", 1],
+          ["b\\", 2],
+        ]),
+        objectOf([
+          ["a", 0],
+          ["x\n", 1],
+          ["b\\", 2],
+        ]),
+      ],
+      [
+        objectOf([
+          ["$$date", "\u2029"],
+          ["\\", false],
+          ["\u2028\\", null],
+        ]),
+        objectOf([
+          ["$$date", "\u2029"],
+          ["\u0000", false],
+          ["\u2028\\", null],
+        ]),
+      ],
+    ];
+    for (const [first, then] of shapes) {
+      for (const data of [first, then]) {
+        const res = await call("POST", "/events", { type: "keys.escaped", data });
+        expect(JSON.stringify(res.body.data.data)).toBe(JSON.stringify(data));
+        escapedKeys.set(res.body.data.id, JSON.stringify(data));
+      }
+    }
+  });
+
   it("reads every accepted value back exactly after a restart, and nothing refused", async () => {
     // Each class was both accepted and refused somewhere.
     for (const [what, statuses] of Object.entries(seen)) {
@@ -747,6 +828,7 @@ describe("workflow inputs of every class, through HTTP and a restart", () => {
       async () => (await call("GET", "/runs/bulk?per_page=1", undefined, globex.live)).body.data[0].status !== "running",
     );
     expect((await call("GET", "/runs?per_page=1", undefined, globex.live)).body.meta.total).toBe(1);
+    for (const [id, data] of escapedKeys) expect(JSON.stringify((await call("GET", `/events/${id}`)).body.data.data)).toBe(data);
     for (const [id, [workflow, facts]] of started) {
       expect(runFacts((await call("GET", `/workflows/${workflow}/runs/${id}`)).body.data)).toBe(facts);
     }
