@@ -49,11 +49,42 @@ function propsRefusingNull(schema: Rule): Rule {
  * words as "cannot be null") unless the rule says `nullable: true`.
  */
 export class NullRefusingValidator extends Validators.Fastest {
+  /** The same rules with every message left empty, built when first needed (see `compile`). */
+  private quiet?: Validators.Fastest;
+
   constructor() {
     super({ considerNullAsAValue: true } as ConstructorParameters<typeof Validators.Fastest>[0]);
   }
+
+  /**
+   * fastest-validator writes the value received into each message as text, which throws a
+   * TypeError for an array holding an object whose own `toString` is not a function
+   * (`{"name": [{"toString": 1}]}`): a 500 for a bad value. Such a check runs again without
+   * messages (the gateway words its own from the rule, the field and the value), so the answer
+   * is the 400 naming the field.
+   */
   override compile(schema: Record<string, unknown>) {
-    return super.compile(propsRefusingNull(schema));
+    const check = super.compile(propsRefusingNull(schema));
+    let quietCheck: typeof check | undefined;
+    const guarded = (...args: Parameters<typeof check>) => {
+      try {
+        return check(...args);
+      } catch (err) {
+        if (!(err instanceof TypeError)) throw err;
+        quietCheck ??= this.quietValidator().compile(propsRefusingNull(schema));
+        return quietCheck(...args);
+      }
+    };
+    return Object.assign(guarded, { async: check.async }) as typeof check;
+  }
+
+  private quietValidator(): Validators.Fastest {
+    const messages = (this as unknown as { validator: { messages: Record<string, string> } }).validator.messages;
+    this.quiet ??= new Validators.Fastest({
+      ...(this as unknown as { opts: Record<string, unknown> }).opts,
+      messages: Object.fromEntries(Object.keys(messages).map((kind) => [kind, ""])),
+    } as ConstructorParameters<typeof Validators.Fastest>[0]);
+    return this.quiet;
   }
 }
 

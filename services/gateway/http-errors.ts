@@ -1,4 +1,5 @@
 import { echo, ERROR_CODES, isErrorCode, type ErrorCode } from "../../shared/errors";
+import { formatPath } from "../../shared/api/json-limits";
 import { unknownParameters } from "./request.logic";
 
 export interface HttpError {
@@ -67,7 +68,7 @@ export function validationMessage(f: ValidationFailure): string {
   const got = `received ${echo(f.actual)}`;
   const n = f.expected;
   // A rule's own wording (`messages` in its schema) says what the value should be better than a pattern.
-  if (f.message !== undefined && !f.message.startsWith("The ")) return `${field}: ${f.message}; ${got}`;
+  if (f.message && !f.message.startsWith("The ")) return `${field}: ${f.message}; ${got}`;
   switch (f.type) {
     case "required":
       return f.actual === null ? `${field} cannot be null; leave it out instead` : `${field} is required`;
@@ -137,7 +138,7 @@ export function validationMessage(f: ValidationFailure): string {
   }
   const kind = f.type === undefined ? undefined : KINDS[f.type];
   if (kind !== undefined) return `${field} must be ${kind}; ${got}`;
-  return `${f.message ?? `${field} is invalid`} (${got})`;
+  return `${f.message || `${field} is invalid`} (${got})`;
 }
 
 function fromValidation(data: unknown): HttpError {
@@ -148,7 +149,9 @@ function fromValidation(data: unknown): HttpError {
       .split(",")
       .map((name) => name.trim());
     const { message } = unknownParameters(names);
-    return { status: 400, code: "parameter_unknown", message, param: names[0] };
+    // Inside a nested object (`filter`) `param` is the field's whole path, as any other error's.
+    const param = first.field ? formatPath([names[0]], first.field) : names[0];
+    return { status: 400, code: "parameter_unknown", message, param };
   }
   const param = first?.field || undefined;
   const code: ErrorCode = first?.type === "required" && first.actual !== null ? "parameter_missing" : "parameter_invalid";

@@ -1,5 +1,5 @@
-import { ApiError } from "../../shared/errors";
-import { idFloorAt } from "../../shared/ids";
+import { ApiError, echo } from "../../shared/errors";
+import { idFloorAt, isId } from "../../shared/ids";
 import { instantOf } from "../../shared/api/pagination";
 import { collectionSpec, type Filter } from "../../shared/storage/types";
 import type { BulkAction, BulkJob, BulkJobFilter, RunStatus } from "../../shared/api/wire";
@@ -70,7 +70,8 @@ const APPLIES: Record<BulkAction, ReadonlySet<RunStatus>> = {
 };
 
 /**
- * The filter as stored, with its times as ISO strings, or a 400 naming the field: a status the
+ * The filter as stored, with its times as ISO strings, or a 400 naming the field: a workflow_id
+ * that is not a workflow's id, a status the
  * action does not apply to, a failed_step with an action other than retry or rerun, or a filter
  * with neither a workflow nor a time range (refused rather than walking every run of the
  * environment by accident).
@@ -84,6 +85,11 @@ export function checkFilter(action: BulkAction, filter: BulkJobFilter): BulkJobF
   if (failed_step !== undefined && (action === "cancel" || (status !== undefined && status !== "failed")))
     throw new ApiError("parameter_invalid", "failed_step picks failed runs: it goes with retry or rerun, and status failed or none", {
       param: "filter.failed_step",
+    });
+  // Stored and answered as the job's filter, which the API reference says is a workflow's id.
+  if (workflow_id !== undefined && !isId("wf", workflow_id))
+    throw new ApiError("parameter_invalid", `filter.workflow_id must be a workflow's id (wf_…); received ${echo(workflow_id)}`, {
+      param: "filter.workflow_id",
     });
   if (!workflow_id && created_after === undefined && created_before === undefined)
     throw new ApiError("parameter_invalid", "A bulk filter needs a workflow_id or a creation time range (created_after, created_before)", {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { invalidParam } from "../../shared/errors";
+import { formatPath } from "../../shared/api/json-limits";
 import type { FlowConcurrency, FlowDebounce, FlowThrottle } from "../../shared/api/wire";
 import { checkTemplates, type Fault } from "./expressions/check";
 import { render } from "./templates";
@@ -49,7 +50,7 @@ function keyTemplate(field: string, raw: unknown): string | undefined {
 function checkFields(name: string, raw: Record<string, unknown>, allowed: readonly string[]): void {
   const extra = Object.keys(raw).find((k) => !allowed.includes(k));
   if (extra !== undefined)
-    throw fault(`${name}.${extra}`, `${name} has no field ${JSON.stringify(extra)} (it takes ${allowed.join(", ")})`);
+    throw fault(formatPath([extra], name), `${name} has no field ${JSON.stringify(extra)} (it takes ${allowed.join(", ")})`);
 }
 
 /** A workflow's `concurrency`, checked; null or absent: none. */

@@ -1,3 +1,4 @@
+import { formatPath } from "../../shared/api/json-limits";
 import type { HttpStep, RetryPolicy } from "../../shared/api/wire";
 
 /**
@@ -79,7 +80,8 @@ export function checkRetry(raw: unknown, fail: (field: string, message: string) 
     throw fail("retry", "retry must be an object: {max_attempts, initial_interval_ms, backoff_rate, max_interval_ms, jitter, on}");
   const known = ["max_attempts", "initial_interval_ms", "backoff_rate", "max_interval_ms", "jitter", "on"];
   const extra = Object.keys(raw).find((k) => !known.includes(k));
-  if (extra !== undefined) throw fail(`retry.${extra}`, `retry has no field ${JSON.stringify(extra)} (it takes ${known.join(", ")})`);
+  if (extra !== undefined)
+    throw fail(formatPath([extra], "retry"), `retry has no field ${JSON.stringify(extra)} (it takes ${known.join(", ")})`);
   const int = (field: string, min: number, max: number, fallback: number): number => {
     const v = raw[field] ?? fallback;
     if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)

@@ -1,5 +1,6 @@
 import { Cron } from "croner";
 import { ApiError, echo, invalidParam, notOneOf } from "../../shared/errors";
+import { formatPath } from "../../shared/api/json-limits";
 import type { ScheduleTrigger } from "../../shared/api/wire";
 
 /**
@@ -38,7 +39,7 @@ export function checkScheduleTrigger(raw: Record<string, unknown>): ScheduleTrig
   const unknown = Object.keys(raw).find((k) => !FIELDS.includes(k));
   if (unknown !== undefined)
     throw new ApiError("parameter_unknown", `a schedule trigger has no field ${JSON.stringify(unknown)} (it takes ${FIELDS.join(", ")})`, {
-      param: `trigger.${unknown}`,
+      param: formatPath([unknown], "trigger"),
     });
   const overlap = raw.overlap ?? "skip";
   if (!(OVERLAPS as readonly unknown[]).includes(overlap)) throw notOneOf("trigger.overlap", [...OVERLAPS], overlap);

@@ -27,6 +27,7 @@ import { limitsOf, MAX_JSON_DEPTH, MAX_JSON_ITEMS, MAX_JSON_KEYS, MAX_JSON_OBJEC
 import type { JsonCheck, JsonFault, JsonLimits, PathSegment } from "./json-bounds";
 import { exceedsLimits, scanJson } from "./json-scan";
 import { escapesLoneSurrogate, findJsonFault } from "./json-unicode";
+import { parseJson } from "./json-parse";
 
 export {
   BODY_LIMITS,
@@ -98,7 +99,7 @@ export function parseJsonWithinLimits(text: string, limits: number | JsonLimits 
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJson(text);
   } catch {
     return { ok: false, kind: "invalid_json" };
   }

@@ -209,10 +209,22 @@ export interface IdParams {
   id: string;
 }
 
-/** Refuses a time that is not an ISO 8601 instant; answers it in ms. */
+/** The days of a month (1–12) of a year, proleptic Gregorian as ISO 8601 has it. */
+function daysIn(year: number, month: number): number {
+  // Day 0 of the next month is this one's last (setUTCFullYear: Date.UTC moves years 0–99 to 19xx).
+  const last = new Date(0);
+  last.setUTCFullYear(year, month, 0);
+  return last.getUTCDate();
+}
+
+/**
+ * Refuses a time that is not an ISO 8601 instant; answers it in ms. Date.parse takes any day up to
+ * 31 in any month and rolls it over (February 30 would be March 2), so the day is checked too.
+ */
 export function instantOf(name: string, value: string): number {
   const ms = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms))
+  const date = /^(\d{4})-(\d{2})-(\d{2})T/.exec(value);
+  if (date === null || Number.isNaN(ms) || Number(date[3]) > daysIn(Number(date[1]), Number(date[2])))
     throw invalidParam(name, `${name} must be an ISO 8601 time, e.g. 2026-01-31T12:00:00Z`);
   return ms;
 }

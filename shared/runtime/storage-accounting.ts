@@ -15,6 +15,7 @@ import {
   type StorageUsageDoc,
 } from "../records/storage-quota";
 import { ApiError } from "../errors";
+import { parseJson } from "../api/json-parse";
 import { applyUpdate } from "../storage/update";
 import { CountedCollection, type Accounting, type Change, type Obj } from "./counted-collection";
 
@@ -32,7 +33,7 @@ const TRIES = 5;
 
 /** What `update` changes of the size of the document whose JSON text is `text`, and the document after it. */
 function sizeChange(text: string, update: Update, volatile: readonly string[]): { delta: number; after: Obj } {
-  const before = JSON.parse(text) as Obj;
+  const before = parseJson(text) as Obj;
   const beforeSize = text.length - volatileSize(before, volatile);
   const after = applyUpdate(before, update);
   return { delta: storedSize(after, volatile) - beforeSize, after };

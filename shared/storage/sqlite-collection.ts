@@ -1,5 +1,6 @@
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { DuplicateKeyError } from "../errors";
+import { parseJson } from "../api/json-parse";
 import { checkUpdate } from "./scope";
 import { columnValue, whereOf, type Layout, type Row } from "./sqlite-layout";
 import { TableSchema, type SqliteHost } from "./sqlite-schema";
@@ -332,7 +333,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     await this.write(() => {
       const row = this.stmt(`SELECT org_id, env, ${this.layout.rowColumns()} FROM ${this.table} WHERE id = ?`).get(doc.id) as
         (Row & { org_id: string | null; env: string | null }) | undefined;
-      if (!row) return this.insertRow(applyUpdate(JSON.parse(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
+      if (!row) return this.insertRow(applyUpdate(parseJson(JSON.stringify(doc)) as Record<string, unknown>, { $inc: inc }));
       if (row.org_id !== (doc.org_id ?? null) || row.env !== (doc.environment ?? null)) throw new DuplicateKeyError(this.name, ["id"]);
       this.updateRow(row, { $inc: inc }, false);
     });

@@ -1,5 +1,6 @@
 import type { SQLInputValue } from "node:sqlite";
 import { ApiError } from "../errors";
+import { parseJson } from "../api/json-parse";
 import { scoped } from "./scope";
 import type { Filter, FindOptions, Scope } from "./types";
 
@@ -180,7 +181,7 @@ export class Layout {
 
   /** The document of a `valueColumns()` row. */
   readValues<T>(row: (string | number | null)[]): T {
-    const doc = JSON.parse(row[0] as string) as Record<string, unknown>;
+    const doc = parseJson(row[0] as string) as Record<string, unknown>;
     for (let i = 0; i < this.fields.length; i += 1) {
       const v = row[i + 1];
       if (v !== null && v !== undefined) doc[this.fields[i]] = v;
@@ -190,7 +191,7 @@ export class Layout {
 
   /** The document a row holds: `doc` and every field column with a value. */
   read<T>(row: Row): T {
-    const doc = JSON.parse(row.doc) as Record<string, unknown>;
+    const doc = parseJson(row.doc) as Record<string, unknown>;
     for (const key of Object.keys(row)) {
       if (key.startsWith("c_") && row[key] !== null) doc[key.slice(2)] = row[key];
     }

@@ -12,9 +12,20 @@ export interface Generation {
   schemas: Record<string, Json>;
   /** Values to use for a property of this name instead of generating one (a receiver's URL, an existing id). */
   fixed?: Record<string, fc.Arbitrary<unknown>>;
-  /** Components left out where they are one choice of several (those that hold a list of their parent: map steps). */
+  /** Components left out where they are one choice of several. */
   leftOut?: ReadonlySet<string>;
+  /**
+   * Components that hold a list of their parent (map and parallel steps), so a schema that refers
+   * to itself: generated while a value is inside fewer than `maxNesting` of them, left out deeper,
+   * which bounds the recursion (and the size: each level multiplies the steps by up to 3).
+   */
+  nested?: ReadonlySet<string>;
+  maxNesting?: number;
+  /** How many `nested` components the value being generated is inside (valueOf keeps it). */
+  depth?: number;
 }
+
+const refName = (part: Json): string | undefined => (typeof part.$ref === "string" ? (part.$ref.split("/").pop() as string) : undefined);
 
 const CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_.:/!?".split("");
 const text = (min: number, max: number) => fc.string({ unit: fc.constantFrom(...CHARS), minLength: min, maxLength: max });
@@ -28,7 +39,18 @@ const anyJson = fc.oneof(
 const resolve = (schema: Json, g: Generation): Json =>
   typeof schema.$ref === "string" ? resolve(g.schemas[schema.$ref.split("/").pop() as string], g) : schema;
 
+/**
+ * Strings by their rule, each built once: fast-check compiles a pattern in 25 to 170 ms, and every
+ * step kind (at every level of map and parallel steps) repeats the same few.
+ */
+const strings = new Map<string, fc.Arbitrary<string>>();
 function stringOf(s: Json): fc.Arbitrary<string> {
+  const key = JSON.stringify([s.minLength, s.maxLength, s.format, s.pattern]);
+  let arb = strings.get(key);
+  if (arb === undefined) strings.set(key, (arb = buildString(s)));
+  return arb;
+}
+function buildString(s: Json): fc.Arbitrary<string> {
   const min = s.minLength ?? 0;
   const max = Math.min(s.maxLength ?? 40, 40, Math.max(min, 40));
   if (s.format === "date-time") {
@@ -52,8 +74,17 @@ export function valueOf(schema: Json, g: Generation, name?: string): fc.Arbitrar
   if ("const" in s) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
   if (Array.isArray(s.oneOf)) {
-    const kept = s.oneOf.filter((part: Json) => !(typeof part.$ref === "string" && g.leftOut?.has(part.$ref.split("/").pop() as string)));
-    return fc.oneof(...kept.map((part: Json) => valueOf(part, g)));
+    const depth = g.depth ?? 0;
+    const kept = s.oneOf.filter((part: Json) => {
+      const ref = refName(part);
+      return ref === undefined || !(g.leftOut?.has(ref) || (g.nested?.has(ref) && depth >= (g.maxNesting ?? 0)));
+    });
+    return fc.oneof(
+      ...kept.map((part: Json) => {
+        const ref = refName(part);
+        return valueOf(part, ref !== undefined && g.nested?.has(ref) ? { ...g, depth: depth + 1 } : g);
+      }),
+    );
   }
   if (Array.isArray(s.anyOf)) return fc.oneof(...s.anyOf.map((part: Json) => valueOf(part, g)));
   const types: string[] = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
@@ -84,10 +115,11 @@ function objectOf(s: Json, g: Generation): fc.Arbitrary<Record<string, unknown>>
   if (s.properties === undefined) {
     if (s.additionalProperties && typeof s.additionalProperties === "object") {
       const key = s.propertyNames?.pattern ? fc.stringMatching(new RegExp(s.propertyNames.pattern)) : fc.stringMatching(/^[a-z]{1,8}$/);
+      const minKeys = s.minProperties ?? 0;
       return fc.dictionary(
         key.filter((k) => k.length <= 40),
         valueOf(s.additionalProperties, g),
-        { maxKeys: 3 },
+        { minKeys, maxKeys: Math.max(minKeys, Math.min(s.maxProperties ?? 3, 3)) },
       );
     }
     return fc.dictionary(fc.stringMatching(/^[a-z]{1,8}$/), jsonLeaf, { maxKeys: 3 });

@@ -6,6 +6,7 @@ import type { ServiceBroker } from "moleculer";
 import mongoose from "mongoose";
 import { request } from "undici";
 import { createBroker } from "../../app/broker";
+import { parseJson } from "../../shared/api/json-parse";
 import { loadSettings } from "../../shared/config";
 import type { Clock } from "../../shared/runtime/clock";
 import { contractProblems } from "./contract";
@@ -140,7 +141,8 @@ export async function api<T = any>(baseUrl: string, method: string, path: string
   const text = await res.body.text();
   let parsed: unknown = text;
   try {
-    parsed = text ? JSON.parse(text) : undefined;
+    // The platform's own parse: JSON.parse misreads some keys in this process (shared/api/json-parse.ts).
+    parsed = text ? parseJson(text) : undefined;
   } catch {
     // not JSON: the test sees the text
   }

@@ -334,6 +334,8 @@ const stepInputs: Record<string, JsonSchema> = {
       },
       steps: {
         type: "array",
+        minItems: 1,
+        maxItems: 50,
         items: ref("StepInput"),
         description: "The steps each child runs, its input being `{item, index}`; or else workflow_id",
       },
@@ -357,7 +359,7 @@ const stepInputs: Record<string, JsonSchema> = {
         type: "object",
         minProperties: 1,
         maxProperties: 10,
-        additionalProperties: { type: "array", items: ref("StepInput") },
+        additionalProperties: { type: "array", minItems: 1, maxItems: 50, items: ref("StepInput") },
         description: "1 to 10 branches by name (a-z, 0-9, _), each a list of steps run as a child run with the run's input",
       },
       ...STEP_COMMON,

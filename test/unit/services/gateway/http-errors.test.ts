@@ -15,14 +15,17 @@ describe("toHttpError", () => {
     });
     expect(toHttpError({ name: "ServiceNotFoundError" })).toMatchObject({ status: 503, retryAfter: 1 });
   });
-  it("names the first unknown parameter of a strict object and at most three in the message", () => {
+  it("names the first unknown parameter of a strict object by its path, and at most three in the message", () => {
     const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`).join(", ");
     const res = toHttpError({ name: "ValidationError", data: [{ type: "objectStrict", field: "steps[0]", actual: keys }] });
-    expect(res).toMatchObject({ status: 400, code: "parameter_unknown", param: "k0" });
+    expect(res).toMatchObject({ status: 400, code: "parameter_unknown", param: "steps[0].k0" });
     expect(res.message).toBe("Received unknown parameters: k0, k1, k2 and 997 more");
     expect(toHttpError({ name: "ValidationError", data: [{ type: "objectStrict", actual: "x" }] }).message).toBe(
       "Received unknown parameter: x",
     );
+    // Named by its path inside the object, in the project's notation.
+    const nested = toHttpError({ name: "ValidationError", data: [{ type: "objectStrict", field: "filter", actual: "$where, a b" }] });
+    expect(nested).toMatchObject({ code: "parameter_unknown", param: 'filter["$where"]' });
   });
   it("hides anything unknown behind a 500 that leaks nothing", () => {
     const res = toHttpError(new Error("secret connection string mongodb://u:p@h"));

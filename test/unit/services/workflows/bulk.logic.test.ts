@@ -20,6 +20,13 @@ describe("checkFilter", () => {
     expect(checkFilter("rerun", { created_before: "2026-01-01T00:00:00+01:00" })).toEqual({ created_before: "2025-12-31T23:00:00.000Z" });
   });
 
+  it("refuses a workflow_id that is not a workflow's id, naming it", () => {
+    for (const bad of ["'\\ud800'", "wf_", "run_01m8djyn68x3aknqvfzmc9twnw", `${WF} `, "😀"])
+      expect(() => checkFilter("cancel", { workflow_id: bad })).toThrow(
+        expect.objectContaining({ type: "parameter_invalid", data: { param: "filter.workflow_id" } }),
+      );
+  });
+
   it("accepts exactly the statuses each action applies to", () => {
     const applies: Record<BulkAction, RunStatus[]> = {
       retry: ["failed"],

@@ -35,6 +35,12 @@ describe("checkFlow", () => {
     );
   });
 
+  it("names a field it does not take by its path, whatever its name", () => {
+    expect(paramOf(() => checkFlow({ concurrency: { limit: 1, extra: 1 } }))).toBe("concurrency.extra");
+    expect(paramOf(() => checkFlow({ throttle: { limit: 1, period_ms: 100, "a b": 1 } }))).toBe('throttle["a b"]');
+    expect(paramOf(() => checkFlow({ debounce: { period_ms: 100, "": 1 } }))).toBe('debounce[""]');
+  });
+
   it("accepts limits in range, with or without a key", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1000 }), fc.boolean(), (limit, keyed) => {

@@ -71,6 +71,7 @@ describe("retry policies", () => {
     expect(() => checkRetry({ on: ["5xx", "3xx"] }, fail)).toThrow(/^retry.on: /);
     expect(() => checkRetry({ jitter: "some" }, fail)).toThrow(/^retry.jitter: /);
     expect(() => checkRetry({ tries: 1 }, fail)).toThrow(/^retry.tries: /);
+    expect(() => checkRetry({ "a.b": 1 }, fail)).toThrow(/^retry\["a\.b"\]: /);
   });
 });
 

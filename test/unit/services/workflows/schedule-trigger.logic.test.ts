@@ -22,6 +22,11 @@ function refusal(raw: Record<string, unknown>): { param: unknown; message: strin
 }
 
 describe("schedule triggers, checked when written", () => {
+  it("names a field it does not take by its path, whatever its name", () => {
+    expect(refusal({ every_ms: 60_000, extra: 1 }).param).toBe("trigger.extra");
+    expect(refusal({ every_ms: 60_000, "a b": 1 }).param).toBe('trigger["a b"]');
+  });
+
   it("fills the defaults: overlap skip, an empty input, a catch-up window of one hour, UTC", () => {
     expect(checkScheduleTrigger({ type: "schedule", cron: "0 8 * * 1-5" })).toEqual({
       type: "schedule",

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { checkPageNumbers, pageByKey } from "../../../../shared/api/pagination";
+import { checkPageNumbers, instantOf, pageByKey } from "../../../../shared/api/pagination";
 
 describe("checkPageNumbers", () => {
   it("takes plain decimal digits only", () => {
@@ -74,5 +74,37 @@ describe("pageByKey", () => {
       limit: 1,
       has_more: true,
     });
+  });
+});
+
+describe("instantOf", () => {
+  it("takes ISO 8601 instants, leap days included", () => {
+    for (const ok of [
+      "2026-01-31T12:00:00Z",
+      "2024-02-29T00:00:00Z",
+      "2000-02-29T23:59:59.999Z",
+      "0000-02-29T00:00:00Z",
+      "2026-04-30T10:00:00+02:00",
+    ])
+      expect(instantOf("created_after", ok)).toBe(Date.parse(ok));
+  });
+
+  it("refuses a day its month does not have, which Date.parse would roll over", () => {
+    for (const bad of [
+      "2026-02-30T00:00:00Z",
+      "2026-02-29T00:00:00Z",
+      "1900-02-29T00:00:00Z",
+      "2026-04-31T00:00:00Z",
+      "2026-11-31T08:00:00Z",
+    ]) {
+      expect(() => instantOf("filter.created_after", bad)).toThrow(
+        expect.objectContaining({ type: "parameter_invalid", data: { param: "filter.created_after" } }),
+      );
+    }
+  });
+
+  it("refuses what is not an instant", () => {
+    for (const bad of ["2026-11-27", "yesterday", "+275760-09-13T00:00:00.000Z", "2026-13-01T00:00:00Z", "2026-01-01T23:60:00Z", ""])
+      expect(() => instantOf("to", bad)).toThrow(expect.objectContaining({ type: "parameter_invalid" }));
   });
 });
