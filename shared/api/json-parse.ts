@@ -9,7 +9,8 @@
  */
 export function parseJson(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  return KEY_WITH_ESCAPE.test(text) ? build(text) : value;
+  // Most texts hold no backslash at all: found at memory speed, before the pattern's pass.
+  return text.includes("\\") && KEY_WITH_ESCAPE.test(text) ? build(text) : value;
 }
 
 /**
