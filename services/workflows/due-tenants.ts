@@ -6,6 +6,12 @@ import type { TenantSlots } from "./tenant-slots";
 export const DISCOVER_ROWS = 64;
 /** Organizations looked at one by one, at most, in one read behind those runs. */
 export const DISCOVER_ORGS = 16;
+/**
+ * Reads behind the most overdue runs start at most this often: every run's end on a node looks for
+ * tenants with room while one tenant is at its share, and such a read is up to 1 + 3 × DISCOVER_ORGS
+ * statements.
+ */
+export const BEHIND_EVERY_MS = 500;
 const ENVIRONMENTS: readonly Environment[] = ["live", "test"];
 
 /**
@@ -16,11 +22,14 @@ const ENVIRONMENTS: readonly Environment[] = ["live", "test"];
  *   the organizations with runs due or in flight one at a time, from the partial
  *   `(org_id, environment, due_at)` index: one seek to the next organization after the last one
  *   looked at, one per environment for its most overdue run; at most DISCOVER_ORGS organizations,
- *   going on from there at the next read and starting over at the end.
+ *   going on from there at the next read and starting over at the end; at most one such read per
+ *   BEHIND_EVERY_MS.
  */
 export class DueTenants {
   /** The organization the last read behind the most overdue runs stopped at ("" before the first). */
   private after = "";
+  /** When the last read behind them began. */
+  private behindAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly runs: Collection<RunDoc>,
@@ -39,7 +48,8 @@ export class DueTenants {
       this.slots.waiting(row);
       found = true;
     }
-    if (found || rows.length < DISCOVER_ROWS) return found;
+    if (found || rows.length < DISCOVER_ROWS || now - this.behindAt < BEHIND_EVERY_MS) return found;
+    this.behindAt = now;
     return this.behind(now);
   }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DISCOVER_ORGS, DISCOVER_ROWS, DueTenants } from "../../services/workflows/due-tenants";
+import { BEHIND_EVERY_MS, DISCOVER_ORGS, DISCOVER_ROWS, DueTenants } from "../../services/workflows/due-tenants";
 import type { RunDoc } from "../../services/workflows/run-doc";
 import { newRun } from "../../services/workflows/runs.logic";
 import { TenantSlots } from "../../services/workflows/tenant-slots";
@@ -102,8 +102,10 @@ describe("tenants with due runs behind one tenant's backlog", () => {
     const found = new Set<string>();
     watching = true;
     // Each read looks at DISCOVER_ORGS organizations at most: the 35 with due times go round in three.
+    const start = Date.now();
     for (let read = 0; read < 3; read += 1) {
-      await finder.discover(Date.now());
+      // Reads behind the most overdue runs are at least BEHIND_EVERY_MS apart: the clock given moves on.
+      await finder.discover(start + read * BEHIND_EVERY_MS);
       for (const t of queued(slots)) found.add(t);
     }
     watching = false;
@@ -131,6 +133,22 @@ describe("tenants with due runs behind one tenant's backlog", () => {
     } finally {
       db.close();
     }
+  });
+
+  it("looks behind the most overdue runs at most once per BEHIND_EVERY_MS", async () => {
+    const slots = new TenantSlots(SHARES);
+    while (slots.room(HOG)) slots.take(HOG as Required<Tenant>);
+    const finder = new DueTenants(runs, slots);
+    const start = Date.now();
+    plucks.length = 0;
+    watching = true;
+    expect(await finder.discover(start)).toBe(true);
+    const first = plucks.length;
+    expect(await finder.discover(start + BEHIND_EVERY_MS - 1)).toBe(false);
+    watching = false;
+    expect(first).toBeGreaterThan(1);
+    // The second read: the most overdue rows only.
+    expect(plucks.slice(first)).toEqual([DISCOVER_ROWS]);
   });
 
   it("reads the most overdue runs only, while a tenant among them has room", async () => {
