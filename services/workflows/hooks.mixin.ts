@@ -274,11 +274,13 @@ export const HooksMixin: Partial<ServiceSchema<PlatformSettings, HooksMethods & 
             $set["hook.last_refused_reason"] = c.lastRefused.reason;
           }
           try {
-            await this.workflows.update(
+            const counted = await this.workflows.update(
               c.tenant,
               { id: c.workflowId, "hook.id": id },
               { $inc, ...(Object.keys($set).length > 0 && { $set }) },
             );
+            // The workflow was deleted (or its hook changed) meanwhile: its records would be left behind.
+            if (!counted) return;
           } catch (err) {
             this.logger.warn(`hook ${id}: its counts were not stored: ${(err as Error).message}`);
           }
