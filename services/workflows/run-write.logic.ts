@@ -48,7 +48,7 @@ export function written(run: RunDoc, change: Partial<RunDoc>, given: Hold, now: 
     change.status ?? run.status,
     change.steps ?? run.steps,
     change.cursor ?? run.cursor,
-    change.deadline_at ?? run.deadline_at,
+    "deadline_at" in change ? change.deadline_at : run.deadline_at,
   );
   const hold: Hold =
     limit === null || given.kind === "keep" ? given : { kind: "due", at: given.kind === "due" ? Math.min(given.at, limit) : limit };
