@@ -14,10 +14,13 @@ export function parseJson(text: string): unknown {
 }
 
 /**
- * A string token holding an escape, followed by a colon: a key with an escape. It may also match
- * from a quote that closes a string (then the text is only built the slow way); it never misses one.
+ * A key holding an escape: a string token right after `{` or `,` (keys are found nowhere else)
+ * with a backslash before its closing quote. It may also match a string value that ends just
+ * after a comma of its own text and meets a backslash before the next quote (then the text is
+ * only built the slow way); it never misses a key. Anchored on `{` and `,`, it tries few places:
+ * a pattern tried from every quote took 190 µs on a 680-byte document with embedded JSON.
  */
-const KEY_WITH_ESCAPE = /"[^"\\]*\\.(?:[^"\\]|\\.)*"\s*:/s;
+const KEY_WITH_ESCAPE = /[{,]\s*"[^"\\]*\\/;
 const SCALAR = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null/y;
 
 /** The value of a text JSON.parse has accepted (so nothing here checks the grammar again). */
