@@ -197,6 +197,14 @@ const hasTemplate = (s: string): boolean => s.includes("{{");
  * The steps, checked and completed with their defaults. A literal `http` URL passes the webhook URL
  * rules now (https, public addresses); one with templates is checked when the run resolves it.
  */
+/** Step fields whose value may be null (as the API reference's step schemas say). */
+const NULLABLE: Partial<Record<StepType, readonly string[]>> = {
+  http: ["body"],
+  set: ["output"],
+  approval: ["message"],
+  stop: ["message"],
+};
+
 export async function checkSteps(raw: unknown, rules: TargetRules, depth = 0): Promise<Step[]> {
   if (!Array.isArray(raw) || raw.length < 1 || raw.length > MAX_STEPS) {
     throw invalidParam("steps", `steps must be a list of 1 to ${MAX_STEPS} steps`);
@@ -216,6 +224,10 @@ export async function checkSteps(raw: unknown, rules: TargetRules, depth = 0): P
     const type = item.type as StepType;
     if (!STEP_TYPES.includes(type))
       throw fault.error("type", `type must be one of ${STEP_TYPES.map((t) => JSON.stringify(t)).join(", ")}; received ${echo(type)}`);
+    // null is a value only where the API reference says so (docs/api-conventions.md); anywhere else
+    // it is refused, not read as "left out".
+    const nulled = Object.keys(item).find((k) => item[k] === null && !(NULLABLE[type] ?? []).includes(k));
+    if (nulled !== undefined) throw fault.error(formatPath([nulled]), `${nulled} must not be null; leave it out to take its default`);
     const extra = Object.keys(item).find(
       (k) => k !== "id" && k !== "type" && !FIELDS[type].includes(k) && !(COMMON as readonly string[]).includes(k),
     );

@@ -24,4 +24,23 @@ describe("refusals read as English", () => {
     expect(wf.status).toBe(400);
     expect(wf.body.error.message).toContain("an approval step has no field");
   });
+
+  it("a step field sent as null is refused where the reference does not allow null, and kept where it does", async () => {
+    const create = (steps: unknown[]) =>
+      api(suite.p.baseUrl, "POST", "/workflows", { key: suite.acme.test, body: { name: "x", trigger: { type: "manual" }, steps } });
+    const refused = await create([
+      { type: "set", output: 1 },
+      { type: "http", url: "{{ input.url }}", retries: null },
+    ]);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: "parameter_invalid", param: "steps[1].retries" });
+    expect(refused.body.error.message).toContain("retries must not be null");
+    const kept = await create([
+      { type: "approval", message: null },
+      { type: "http", url: "{{ input.url }}", body: null },
+    ]);
+    expect({ status: kept.status, error: kept.body.error }).toEqual({ status: 201, error: undefined });
+    const [approval, http] = kept.body.data.steps;
+    expect([approval.message, http.body]).toEqual([null, null]);
+  });
 });
