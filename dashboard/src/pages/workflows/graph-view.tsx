@@ -3,6 +3,7 @@ import type { ComponentChildren } from "preact";
 import { href } from "../../session";
 import { Status, Time } from "../../ui";
 import { durationText } from "./run-facts.logic";
+import { SkipReasonText } from "./skip-reason";
 import { incomingOf, type ChildLink, type Edge, type FanCounts, type Graph, type GraphNode, type Lane, type Wait } from "./graph.logic";
 
 /**
@@ -125,33 +126,7 @@ function MapChildren({ node, drawing }: { node: GraphNode; drawing: Drawing }) {
 }
 
 function SkipNote({ node }: { node: GraphNode }) {
-  const why = node.skipped;
-  if (!why) return null;
-  if (why.kind === "condition")
-    return (
-      <p class="g-skip">
-        Skipped: its condition was false
-        {why.condition !== null && (
-          <>
-            {" "}
-            (<code>if: {why.condition}</code>)
-          </>
-        )}
-        .
-      </p>
-    );
-  return (
-    <p class="g-skip">
-      Not run: the run ended
-      {why.at !== null && (
-        <>
-          {" "}
-          at step <code>{why.at}</code>
-        </>
-      )}{" "}
-      before it.
-    </p>
-  );
+  return node.skipped ? <SkipReasonText why={node.skipped} class="g-skip" /> : null;
 }
 
 function NodeBox({ node, drawing }: { node: GraphNode; drawing: Drawing }) {

@@ -2,6 +2,7 @@ import type { ApprovalDecision, Run, RunStep, Step } from "../../../../shared/ap
 import { Json, Status, Time } from "../../ui";
 import { actorText } from "./common";
 import { skipReasonOf } from "./run-facts.logic";
+import { SkipReasonText } from "./skip-reason";
 import { StepAttempts } from "./step-attempts";
 
 function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
@@ -17,31 +18,7 @@ function DecisionNote({ decision: d }: { decision: ApprovalDecision }) {
 function SkipNote({ run, step, definition }: { run: Run; step: RunStep; definition: Step | undefined }) {
   const why = skipReasonOf(run, step, definition);
   if (!why) return null;
-  if (why.kind === "condition")
-    return (
-      <p class="small muted break skip-reason">
-        Skipped: its condition was false
-        {why.condition !== null && (
-          <>
-            {" "}
-            (<code>if: {why.condition}</code>)
-          </>
-        )}
-        .
-      </p>
-    );
-  return (
-    <p class="small muted skip-reason">
-      Not run: the run ended
-      {why.at !== null && (
-        <>
-          {" "}
-          at step <code>{why.at}</code>
-        </>
-      )}{" "}
-      before it.
-    </p>
-  );
+  return <SkipReasonText why={why} class={why.kind === "condition" ? "small muted break skip-reason" : "small muted skip-reason"} />;
 }
 
 /** The approval's time limit: when it times out while it waits, or that it did. */
