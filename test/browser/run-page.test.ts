@@ -2,7 +2,7 @@
 import type { Browser, Locator, Page } from "playwright-core";
 import { durationText } from "../../dashboard/src/pages/workflows/run-facts.logic";
 import { waitFor } from "../../tools/procs";
-import { launchChromium, newPage, screenshot } from "../helpers/browser";
+import { launchChromium, newPage, screenshot, signIn } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 import { startStepTarget, type StepTarget } from "../helpers/steps";
 
@@ -31,11 +31,7 @@ beforeAll(async () => {
   target = await startStepTarget();
   browser = await launchChromium();
   page = await newPage(browser, problems);
-  await page.goto(dashboard(""));
-  await page.getByLabel("Live key").fill(suite.acme.live);
-  await page.getByLabel("Test key").fill(suite.acme.test);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Workflows" }).waitFor();
+  await signIn(page, dashboard(""), { live: suite.acme.live, test: suite.acme.test });
 });
 
 afterAll(async () => {

@@ -2,7 +2,7 @@
 import type { Browser, Page } from "playwright-core";
 import { waitFor } from "../../tools/procs";
 import { manualClock } from "../helpers/clock";
-import { launchChromium, newPage, screenshot } from "../helpers/browser";
+import { launchChromium, newPage, screenshot, signIn } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 
 /**
@@ -26,10 +26,7 @@ jest.setTimeout(60_000);
 beforeAll(async () => {
   browser = await launchChromium();
   page = await newPage(browser, problems);
-  await page.goto(dashboard(""));
-  await page.getByLabel("Live key").fill(suite.acme.live);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Workflows" }).waitFor();
+  await signIn(page, dashboard(""), { live: suite.acme.live });
 });
 
 afterAll(() => browser?.close());

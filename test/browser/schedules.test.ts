@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 import type { Browser, Page } from "playwright-core";
-import { launchChromium, screenshot } from "../helpers/browser";
+import { launchChromium, screenshot, signIn } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 
 /**
@@ -21,11 +21,7 @@ beforeAll(async () => {
   browser = await launchChromium();
   page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  await page.goto(dashboard(""));
-  await page.getByLabel("Live key").fill(suite.acme.live);
-  await page.getByLabel("Test key").fill(suite.acme.test);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Workflows" }).waitFor();
+  await signIn(page, dashboard(""), { live: suite.acme.live, test: suite.acme.test });
 });
 
 afterAll(() => browser?.close());

@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import type { Browser, Locator, Page } from "playwright-core";
 import { waitFor } from "../../tools/procs";
-import { launchChromium, newPage, screenshot } from "../helpers/browser";
+import { launchChromium, newPage, screenshot, signIn } from "../helpers/browser";
 import { api, usePlatform } from "../helpers/platform";
 
 /**
@@ -24,11 +24,7 @@ jest.setTimeout(60_000);
 beforeAll(async () => {
   browser = await launchChromium();
   page = await newPage(browser, problems);
-  await page.goto(dashboard(""));
-  await page.getByLabel("Live key").fill(suite.acme.live);
-  await page.getByLabel("Test key").fill(suite.acme.test);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Workflows" }).waitFor();
+  await signIn(page, dashboard(""), { live: suite.acme.live, test: suite.acme.test });
 });
 
 afterAll(async () => {

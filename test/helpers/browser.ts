@@ -35,6 +35,15 @@ export async function newPage(browser: Browser, problems: string[]): Promise<Pag
   return page;
 }
 
+/** Opens the dashboard at `url` and signs in with a live key, a test key or both, as a person does. */
+export async function signIn(page: Page, url: string, keys: { live?: string; test?: string }): Promise<void> {
+  await page.goto(url);
+  if (keys.live !== undefined) await page.getByLabel("Live key").fill(keys.live);
+  if (keys.test !== undefined) await page.getByLabel("Test key").fill(keys.test);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("link", { name: "Workflows" }).waitFor();
+}
+
 /**
  * Rotates a secret through the dashboard's button named `action` and its confirmation; answers the
  * new secret as the dialog shows it (once), leaving the dialog open.
