@@ -1,5 +1,5 @@
-import { cliRun, waitForServerMark } from "../../tools/procs";
-import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
+import { cliRun } from "../../tools/procs";
+import { waitFor, type NodeProc, startCliServer } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 
 /** The CLI as a process against a server process: rerun from a step, and bulk jobs on runs. */
@@ -18,14 +18,7 @@ let env: Record<string, string>;
 let key: string;
 
 beforeAll(async () => {
-  dir = tempDir();
-  const port = await freePort();
-  server = startNode("cli-bulk", { DATA_DIR: dir.path, PORT: String(port), RATE_LIMIT_MAX: "1000000" });
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitForServerMark(dir.path, server);
-  key = runCli(["orgs", "create", "--name", "Bulk"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
-  await waitForGateway(gw, key);
-  env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };
+  ({ dir, server, gw, key, env } = await startCliServer("cli-bulk", "Bulk", { RATE_LIMIT_MAX: "1000000" }));
 });
 
 afterAll(async () => {

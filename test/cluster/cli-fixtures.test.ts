@@ -1,5 +1,5 @@
-import { cliRun, waitForServerMark } from "../../tools/procs";
-import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
+import { cliRun } from "../../tools/procs";
+import { waitFor, type NodeProc, startCliServer } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -17,15 +17,8 @@ let env: Record<string, string>;
 let key: string;
 
 beforeAll(async () => {
-  dir = tempDir();
   rx = await startReceiver();
-  const port = await freePort();
-  server = startNode("cli-fixtures", { DATA_DIR: dir.path, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" });
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitForServerMark(dir.path, server);
-  key = runCli(["orgs", "create", "--name", "Fixtures Co"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
-  await waitForGateway(gw, key);
-  env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };
+  ({ dir, server, gw, key, env } = await startCliServer("cli-fixtures", "Fixtures Co", { WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }));
 });
 
 afterAll(async () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cliRun, waitForServerMark } from "../../tools/procs";
-import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
+import { cliRun } from "../../tools/procs";
+import { waitFor, type NodeProc, startCliServer } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 
 /**
@@ -19,20 +19,12 @@ let env: Record<string, string>;
 let key: string;
 
 beforeAll(async () => {
-  dir = tempDir();
-  const port = await freePort();
-  server = startNode("cli-hooks", {
-    DATA_DIR: dir.path,
-    PORT: String(port),
+  ({ dir, server, gw, key, env } = await startCliServer("cli-hooks", "Hooks", {
     RATE_LIMIT_MAX: "1000000",
     SECRETS_KEYS: `k1:${randomBytes(32).toString("base64")}`,
-  });
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitForServerMark(dir.path, server);
-  key = runCli(["orgs", "create", "--name", "Hooks"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
-  await waitForGateway(gw, key);
+  }));
   // HOOK_SECRET empty: a secret in the test's own environment cannot stand in for --secret.
-  env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path, HOOK_SECRET: "" };
+  env = { ...env, HOOK_SECRET: "" };
 });
 
 afterAll(async () => {

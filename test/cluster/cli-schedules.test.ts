@@ -1,5 +1,5 @@
-import { cliRun, waitForServerMark } from "../../tools/procs";
-import { freePort, runCli, startNode, tempDir, waitFor, waitForGateway, type NodeProc } from "../helpers/cluster";
+import { cliRun } from "../../tools/procs";
+import { waitFor, type NodeProc, startCliServer } from "../helpers/cluster";
 import { api } from "../helpers/platform";
 
 /** The CLI as a process against a server process: a scheduled workflow's ticks, a run now, and a backfill. */
@@ -15,14 +15,7 @@ let env: Record<string, string>;
 let key: string;
 
 beforeAll(async () => {
-  dir = tempDir();
-  const port = await freePort();
-  server = startNode("cli-schedules", { DATA_DIR: dir.path, PORT: String(port), RATE_LIMIT_MAX: "1000000" });
-  gw = `http://127.0.0.1:${port}/v1`;
-  await waitForServerMark(dir.path, server);
-  key = runCli(["orgs", "create", "--name", "Schedules"], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
-  await waitForGateway(gw, key);
-  env = { API_URL: gw, API_KEY: key, DATA_DIR: dir.path };
+  ({ dir, server, gw, key, env } = await startCliServer("cli-schedules", "Schedules", { RATE_LIMIT_MAX: "1000000" }));
 });
 
 afterAll(async () => {

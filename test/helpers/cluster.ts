@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc } from "../../tools/procs";
+import { freePort, runCli, startNats, startNode, waitFor, waitForServerMark, type NatsServer, type Proc } from "../../tools/procs";
 import { api } from "./platform";
 
 export { freePort, runCli, startNats, startNode, waitFor, type NatsServer, type Proc as NodeProc } from "../../tools/procs";
@@ -41,6 +41,34 @@ export async function waitForNodes(metricsUrl: string, service: string, count: n
 export function tempDir(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), "wfp-c-"));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A whole platform in one server process on a DATA_DIR of its own, and a test key of an organization the CLI made there. */
+export interface CliServer {
+  dir: { path: string; remove(): void };
+  server: Proc;
+  gw: string;
+  key: string;
+  /** What the CLI as a process needs: the API, the key, the store. */
+  env: Record<string, string>;
+}
+
+/** Starts what the CLI suites run against (`env`: more settings of the server); answers once it answers with the key. */
+export async function startCliServer(name: string, org: string, env: Record<string, string> = {}): Promise<CliServer> {
+  const dir = tempDir();
+  const port = await freePort();
+  const server = startNode(name, { DATA_DIR: dir.path, PORT: String(port), ...env });
+  const gw = `http://127.0.0.1:${port}/v1`;
+  try {
+    await waitForServerMark(dir.path, server);
+    const key = runCli(["orgs", "create", "--name", org], { DATA_DIR: dir.path }).api_keys.find((k) => k.environment === "test")!.key;
+    await waitForGateway(gw, key);
+    return { dir, server, gw, key, env: { API_URL: gw, API_KEY: key, DATA_DIR: dir.path } };
+  } catch (err) {
+    await server.kill();
+    dir.remove();
+    throw err;
+  }
 }
 
 /**
