@@ -145,11 +145,14 @@ describe("metrics", () => {
 
     await webhook("/m-hang", ["m.hang"]);
     rx.behave("/m-hang", () => ({ hang: true }));
-    for (let i = 0; i < 3; i++) await call("POST", "/events", { type: "m.hang", data: { i } });
-    await waitFor(
-      "a pending delivery over a second old",
-      async () => (sample(await scrape(), "wfp_webhook_oldest_pending_age_seconds") ?? 0) >= 1,
-    );
+    // Each delivery to the hanging receiver stays pending through its five attempts (about 2 s with
+    // this suite's time-outs and retry delays), and the gauge is measured every 2 s: one more event
+    // at each try keeps a delivery over a second old pending whenever it is measured.
+    let i = 0;
+    await waitFor("a pending delivery over a second old", async () => {
+      await call("POST", "/events", { type: "m.hang", data: { i: i++ } });
+      return (sample(await scrape(), "wfp_webhook_oldest_pending_age_seconds") ?? 0) >= 1;
+    });
     rx.behave("/m-hang", () => ({ status: 200 }));
     await waitFor("the backlog to drain", async () => (sample(await scrape(), "wfp_webhook_oldest_pending_age_seconds") ?? 1) === 0);
   });
