@@ -43,6 +43,8 @@ const pools: Record<string, string[][]> = {
   Hook: [],
   /** Runs waiting for an approval, made before approve and reject are tried. */
   Waiting: [],
+  /** Failed runs, to retry: among every run stored, a retry would rarely pick one. */
+  Failed: [],
   /** Active workflows with an hourly schedule, made before the schedule's routes are tried. */
   Scheduled: [],
 };
@@ -58,6 +60,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
   if (route.path.startsWith("/runs/bulk/")) return { pool: "BulkJob", prefix: "blk" };
   if (route.path.includes("{job_id}")) return { pool: "Recovery", prefix: "rcv" };
   if (/approveRun|rejectRun/.test(route.action)) return { pool: "Waiting", prefix: "run" };
+  if (route.action === "workflows.retryRun") return { pool: "Failed", prefix: "run" };
   if (/Schedule$/.test(route.action)) return { pool: "Scheduled", prefix: "wf" };
   if (route.action === "workflows.rotateHookSecret") return { pool: "Hook", prefix: "wf" };
   if (route.path.includes("{run_id}")) return { pool: "Run", prefix: "run" };
@@ -300,6 +303,28 @@ async function runningBulkJob(): Promise<string[][]> {
   return [[id]];
 }
 
+/** A workflow with a map and a parallel at its top, and each inside one of them. */
+const NESTED_FAN_OUT = {
+  name: "nested fan-out",
+  trigger: { type: "manual" },
+  steps: [
+    {
+      id: "fan",
+      type: "parallel",
+      branches: {
+        a: [{ id: "each", type: "map", items: "{{ input.items }}", steps: [{ id: "one", type: "set", output: 1 }] }],
+        b: [{ id: "both", type: "parallel", branches: { x: [{ id: "two", type: "set", output: 2 }] } }],
+      },
+    },
+    {
+      id: "outer",
+      type: "map",
+      items: "{{ input.items }}",
+      steps: [{ id: "inner", type: "map", items: "{{ input.items }}", steps: [{ id: "three", type: "set", output: 3 }] }],
+    },
+  ],
+};
+
 /** Runs of a one-approval workflow, once each waits for its approval. */
 const waitingRuns = (n: number) => runsIn(n, "waiting", "approve", [{ type: "approval" }]);
 
@@ -326,7 +351,7 @@ describe("requests generated from the API reference, against a running server", 
   for (const { route, op } of operations) {
     it(`answers ${route.method} ${route.path} as documented: valid requests accepted, broken bodies refused with 400, never a 5xx`, async () => {
       if (/approveRun|rejectRun/.test(route.action)) pools.Waiting = await waitingRuns(3);
-      if (route.action === "workflows.retryRun") pools.Run.push(...(await failedRuns(3)));
+      if (route.action === "workflows.retryRun") pools.Failed = await failedRuns(3);
       if (/Schedule$/.test(route.action)) pools.Scheduled = await scheduledWorkflows(3);
       // Runs that can be cancelled whatever the generated ones did meanwhile: waiting for an approval.
       if (route.action === "workflows.cancelRun") pools.Run.push(...(await waitingRuns(3)));
@@ -367,7 +392,14 @@ describe("requests generated from the API reference, against a running server", 
           remember(route, req.path, res);
           if (route.action === "workflows.create" && res.status === 201) for (const kind of fanOutKinds(sent)) createdWith.add(kind);
         }),
-        { numRuns: RUNS, endOnFailure: true },
+        {
+          numRuns: RUNS,
+          endOnFailure: true,
+          // Map and parallel steps inside one another are rare among generated workflows: one is always sent.
+          ...(route.action === "workflows.create" && {
+            examples: [[() => ({ path: "/workflows", query: "", absent: false }), NESTED_FAN_OUT, false]],
+          }),
+        },
       );
       if (route.method === "POST" && route.status === 201 && route.resource === "Workflow") {
         // Runs need an active workflow, whatever was generated.
