@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { Agent, getGlobalDispatcher, setGlobalDispatcher } from "undici";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 
@@ -82,9 +83,22 @@ export interface CliOrg {
   api_keys: { id: string; key: string; environment: "live" | "test"; scopes: string[] }[];
 }
 
+/**
+ * After a call that blocked this process's event loop (a CLI run to its end): a kept-alive
+ * connection the server closed meanwhile (its 5 s idle time-out) would be taken for the next
+ * request before its close is seen, and that request fail with "other side closed". Requests from
+ * now on get new connections; the old ones finish what they carry, then close.
+ */
+function freshConnections(): void {
+  const old = getGlobalDispatcher();
+  setGlobalDispatcher(new Agent());
+  old.close().catch(() => undefined);
+}
+
 /** The bootstrap CLI, as the README runs it; returns its one JSON object. */
 export function runCli(args: string[], env: Record<string, string>): CliOrg {
   const res = spawnSync(process.execPath, [CLI_JS, ...args], { env: { ...process.env, ...env }, encoding: "utf8", timeout: 30_000 });
+  freshConnections();
   if (res.status !== 0) throw new Error(`cli failed (${res.status}): ${res.stderr}`);
   return JSON.parse(res.stdout) as CliOrg;
 }
@@ -98,6 +112,7 @@ export interface CliResult {
 /** The CLI run to its end, whatever it answers; `node` is the Node binary (default: this one). */
 export function cliRun(args: string[], env: Record<string, string>, node = process.execPath): CliResult {
   const res = spawnSync(node, [CLI_JS, ...args], { env: { ...process.env, ...env }, encoding: "utf8", timeout: 30_000 });
+  freshConnections();
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
