@@ -43,8 +43,9 @@ const pools: Record<string, string[][]> = {
   Hook: [],
   /** Runs waiting for an approval, made before approve and reject are tried. */
   Waiting: [],
-  /** Failed runs, to retry: among every run stored, a retry would rarely pick one. */
+  /** Failed runs, to retry, and others to rerun: among every run stored, they would rarely pick an ended one. */
   Failed: [],
+  Ended: [],
   /** Active workflows with an hourly schedule, made before the schedule's routes are tried. */
   Scheduled: [],
 };
@@ -61,6 +62,7 @@ function pathIds(route: RouteDef): { pool?: string; prefix: string } {
   if (route.path.includes("{job_id}")) return { pool: "Recovery", prefix: "rcv" };
   if (/approveRun|rejectRun/.test(route.action)) return { pool: "Waiting", prefix: "run" };
   if (route.action === "workflows.retryRun") return { pool: "Failed", prefix: "run" };
+  if (route.action === "workflows.rerunRun") return { pool: "Ended", prefix: "run" };
   if (/Schedule$/.test(route.action)) return { pool: "Scheduled", prefix: "wf" };
   if (route.action === "workflows.rotateHookSecret") return { pool: "Hook", prefix: "wf" };
   if (route.path.includes("{run_id}")) return { pool: "Run", prefix: "run" };
@@ -352,6 +354,7 @@ describe("requests generated from the API reference, against a running server", 
     it(`answers ${route.method} ${route.path} as documented: valid requests accepted, broken bodies refused with 400, never a 5xx`, async () => {
       if (/approveRun|rejectRun/.test(route.action)) pools.Waiting = await waitingRuns(3);
       if (route.action === "workflows.retryRun") pools.Failed = await failedRuns(3);
+      if (route.action === "workflows.rerunRun") pools.Ended = await failedRuns(3);
       if (/Schedule$/.test(route.action)) pools.Scheduled = await scheduledWorkflows(3);
       // Runs that can be cancelled whatever the generated ones did meanwhile: waiting for an approval.
       if (route.action === "workflows.cancelRun") pools.Run.push(...(await waitingRuns(3)));
